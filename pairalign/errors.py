@@ -1,0 +1,65 @@
+"""Errors raised by pairalign for bad input or bad options."""
+
+from __future__ import annotations
+
+
+class PairAlignError(Exception):
+    """Base class of the errors pairalign raises on purpose."""
+
+
+class InputError(PairAlignError, ValueError):
+    """Bad sequence input, located by file, record and position.
+
+    Parameters
+    ----------
+    message : str
+        What is wrong, in a few words.
+    source : str, optional
+        The file name (``"<stdin>"`` for standard input).
+    record : int, optional
+        1-based number of the record in the file.
+    record_id : str, optional
+        The record's identifier.
+    position : int, optional
+        1-based position in the sequence (or line number where stated).
+    line : int, optional
+        1-based line number in the file.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        source: str | None = None,
+        record: int | None = None,
+        record_id: str | None = None,
+        position: int | None = None,
+        line: int | None = None,
+    ) -> None:
+        self.message = message
+        self.source = source
+        self.record = record
+        self.record_id = record_id
+        self.position = position
+        self.line = line
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = []
+        if self.source is not None:
+            where.append(self.source)
+        if self.line is not None:
+            where.append(f"line {self.line}")
+        if self.record is not None:
+            rec = f"record {self.record}"
+            if self.record_id:
+                rec += f" ({self.record_id})"
+            where.append(rec)
+        if self.position is not None:
+            where.append(f"position {self.position}")
+        prefix = ": ".join(where)
+        return f"{prefix}: {self.message}" if prefix else self.message
+
+
+class OptionError(PairAlignError, ValueError):
+    """An option or parameter out of its allowed range."""

@@ -1,0 +1,71 @@
+"""What a run aligns: encoded sequences in length order, the mode and the scoring."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .kernels.conventions import MODES
+from .scheduler.windows import Window, length_order
+from .scoring import Scoring
+
+
+@dataclass(frozen=True)
+class SortedSet:
+    """Sequences encoded and sorted longest first.
+
+    ``codes[offsets[p]:offsets[p + 1]]`` is the sequence at sorted position ``p``,
+    which is input sequence ``order[p]``.
+    """
+
+    codes: np.ndarray
+    offsets: np.ndarray
+    order: np.ndarray
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    @classmethod
+    def encode(cls, sequences: list[str], scoring: Scoring) -> "SortedSet":
+        lengths = np.fromiter((len(s) for s in sequences), dtype=np.int64, count=len(sequences))
+        order = length_order(lengths)
+        joined = "".join(sequences[k] for k in order).encode("ascii")
+        offsets = np.zeros(len(sequences) + 1, np.int64)
+        np.cumsum(lengths[order], out=offsets[1:])
+        return cls(scoring.encode(joined), offsets, order)
+
+
+@dataclass(frozen=True)
+class Job:
+    """An all-vs-all (``cols is None``) or query x target alignment job."""
+
+    mode: str
+    scoring: Scoring
+    traceback: bool
+    rows: SortedSet
+    cols: SortedSet | None = None
+
+    @property
+    def mode_code(self) -> int:
+        return MODES[self.mode]
+
+    @property
+    def triangle(self) -> bool:
+        return self.cols is None
+
+    @property
+    def col_set(self) -> SortedSet:
+        return self.rows if self.cols is None else self.cols
+
+    def window_extent(self, w: Window) -> tuple[int, int]:
+        """The longest row and the longest column of a window."""
+        return int(self.rows.lengths[w.r0]), int(self.col_set.lengths[w.c0])
+
+    def score_dtype(self, w: Window) -> np.dtype:
+        n, m = self.window_extent(w)
+        return self.scoring.score_dtype(n, m)

@@ -1,0 +1,1 @@
+"""Compute kernels: numba on the CPU (:mod:`.cpu`), CUDA C through CuPy (:mod:`.gpu`)."""

@@ -1,0 +1,20 @@
+"""Codes shared by every backend: modes, traceback origins, alignment operations."""
+
+GLOBAL = 0
+SEMIGLOBAL = 1
+LOCAL = 2
+MODES = {"global": GLOBAL, "semiglobal": SEMIGLOBAL, "local": LOCAL}
+
+ORIGIN_STOP = 0
+ORIGIN_DIAG = 1
+ORIGIN_E = 2
+ORIGIN_F = 3
+
+#: Alignment operations: a match (``=``), a mismatch (``X``), a query residue
+#: against a gap (``I``, consumes the query) and a target residue against a gap
+#: (``D``, consumes the target), as in SAM with the query as the read.
+OP_MATCH = 0
+OP_MISMATCH = 1
+OP_INS = 2
+OP_DEL = 3
+OP_CHARS = b"=XID"

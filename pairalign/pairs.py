@@ -1,0 +1,134 @@
+"""Columnar results for a batch of aligned pairs, and operations on them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+import numpy as np
+
+from .kernels.conventions import OP_DEL, OP_INS
+
+_COLUMNS = ("query", "target", "score", "query_begin", "query_end", "target_begin",
+            "target_end", "identities", "length")
+
+
+@dataclass(frozen=True)
+class PairBatch:
+    """Results of many pairs, one numpy array per field.
+
+    Coordinates are 0-based, ends exclusive. ``op_code``/``op_len`` hold the
+    run-length alignment operations of every pair, pair ``p`` at
+    ``op_offsets[p]:op_offsets[p + 1]`` (codes in
+    :mod:`pairalign.kernels.conventions`). Without traceback the begins,
+    identities and lengths are -1 and there are no operations.
+    """
+
+    query: np.ndarray
+    target: np.ndarray
+    score: np.ndarray
+    query_begin: np.ndarray
+    query_end: np.ndarray
+    target_begin: np.ndarray
+    target_end: np.ndarray
+    identities: np.ndarray
+    length: np.ndarray
+    op_offsets: np.ndarray
+    op_code: np.ndarray
+    op_len: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.score)
+
+    @property
+    def n_ops(self) -> np.ndarray:
+        return np.diff(self.op_offsets)
+
+    @classmethod
+    def empty(cls) -> "PairBatch":
+        z = np.zeros(0, np.int32)
+        return cls(np.zeros(0, np.int64), np.zeros(0, np.int64), z, z, z, z, z, z, z,
+                   np.zeros(1, np.int64), np.zeros(0, np.uint8), z)
+
+    @classmethod
+    def concat(cls, batches: list["PairBatch"]) -> "PairBatch":
+        """One batch holding all pairs of ``batches``, in order."""
+        batches = [b for b in batches if len(b)]
+        if not batches:
+            return cls.empty()
+        if len(batches) == 1:
+            return batches[0]
+        cols = {name: np.concatenate([getattr(b, name) for b in batches]) for name in _COLUMNS}
+        counts = np.concatenate([b.n_ops for b in batches])
+        return cls(**cols, op_offsets=_offsets(counts),
+                   op_code=np.concatenate([b.op_code for b in batches]),
+                   op_len=np.concatenate([b.op_len for b in batches]))
+
+    def take(self, index: np.ndarray) -> "PairBatch":
+        """The pairs at ``index`` (an integer array or a boolean mask), in that order."""
+        index = np.asarray(index)
+        if index.dtype == bool:
+            index = np.flatnonzero(index)
+        cols = {name: getattr(self, name)[index] for name in _COLUMNS}
+        counts = self.n_ops[index]
+        gather = _ranges(self.op_offsets[index], counts)
+        return PairBatch(**cols, op_offsets=_offsets(counts), op_code=self.op_code[gather],
+                         op_len=self.op_len[gather])
+
+    def swapped(self, mask: np.ndarray) -> "PairBatch":
+        """Pairs under ``mask`` seen from the other side: query and target exchanged."""
+        mask = np.asarray(mask, dtype=bool)
+        if not mask.any():
+            return self
+
+        def pick(x, y):
+            return np.where(mask, y, x)
+
+        op_mask = np.repeat(mask, self.n_ops)
+        code = self.op_code.copy()
+        code[op_mask & (self.op_code == OP_INS)] = OP_DEL
+        code[op_mask & (self.op_code == OP_DEL)] = OP_INS
+        return replace(
+            self,
+            query=pick(self.query, self.target), target=pick(self.target, self.query),
+            query_begin=pick(self.query_begin, self.target_begin),
+            query_end=pick(self.query_end, self.target_end),
+            target_begin=pick(self.target_begin, self.query_begin),
+            target_end=pick(self.target_end, self.query_end),
+            op_code=code)
+
+    def ops(self, p: int) -> tuple[np.ndarray, np.ndarray]:
+        """Operation codes and run lengths of pair ``p``."""
+        s, e = self.op_offsets[p], self.op_offsets[p + 1]
+        return self.op_code[s:e], self.op_len[s:e]
+
+    @property
+    def nbytes(self) -> int:
+        return sum(getattr(self, f.name).nbytes for f in fields(self))
+
+
+def _offsets(counts: np.ndarray) -> np.ndarray:
+    out = np.zeros(len(counts) + 1, np.int64)
+    np.cumsum(counts, out=out[1:])
+    return out
+
+
+def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Concatenation of ``arange(s, s + c)`` for every start and count, vectorised."""
+    counts = np.asarray(counts, dtype=np.int64)
+    total = int(counts.sum())
+    if total == 0:
+        return np.zeros(0, np.int64)
+    nz = counts > 0
+    starts, counts = np.asarray(starts, np.int64)[nz], counts[nz]
+    step = np.ones(total, np.int64)
+    ends = np.cumsum(counts)
+    step[0] = starts[0]
+    step[ends[:-1]] = starts[1:] - (starts[:-1] + counts[:-1] - 1)
+    return np.cumsum(step)
+
+
+def compact_ops(op_code: np.ndarray, op_len: np.ndarray, bound_offsets: np.ndarray,
+                n_ops: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Squeeze per-pair operation slots (sized by a bound) down to what was written."""
+    gather = _ranges(bound_offsets[:-1], n_ops)
+    return _offsets(n_ops), op_code[gather], op_len[gather]

@@ -1,0 +1,1 @@
+"""Work decomposition: windows of pairs, their cost, and how they are sized."""

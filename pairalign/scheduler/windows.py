@@ -1,0 +1,97 @@
+"""Cut the pair triangle (all-vs-all) or rectangle (query x target) into windows.
+
+Sequences are sorted by length, longest first (ties by input order), so the pairs
+of a window cost alike. A window is a block of ``W x W`` sorted positions; in a
+triangle, only the pairs ``row < col`` (sorted positions) belong to it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+#: Window widths are multiples of this (a 16 x 16 block of GPU threads).
+BLOCK = 16
+
+
+@dataclass(frozen=True)
+class Window:
+    """Sorted positions ``[r0, r1) x [c0, c1)``; ``triangle`` keeps only ``r < c``."""
+
+    r0: int
+    r1: int
+    c0: int
+    c1: int
+    triangle: bool
+    pairs: int
+    cells: int
+
+    @property
+    def cost(self) -> int:
+        """Estimated cost: the number of DP cells."""
+        return self.cells
+
+
+def length_order(lengths: np.ndarray) -> np.ndarray:
+    """Indices sorting sequences longest first, ties in input order (stable)."""
+    return np.argsort(-np.asarray(lengths, dtype=np.int64), kind="stable")
+
+
+def pair_count(n_rows: int, n_cols: int | None = None) -> int:
+    """Number of pairs of a triangle of ``n_rows`` or a rectangle."""
+    return n_rows * (n_rows - 1) // 2 if n_cols is None else n_rows * n_cols
+
+
+def plan_windows(row_lengths: np.ndarray, col_lengths: np.ndarray | None,
+                 width: int) -> list[Window]:
+    """Windows over sorted lengths, in row-major order.
+
+    Parameters
+    ----------
+    row_lengths : numpy.ndarray
+        Lengths of the row sequences, sorted longest first.
+    col_lengths : numpy.ndarray or None
+        Lengths of the column sequences, sorted; ``None`` for the triangle of
+        all pairs among the rows.
+    width : int
+        ``W``, a positive multiple of :data:`BLOCK`.
+    """
+    if width <= 0 or width % BLOCK:
+        raise ValueError(f"window width must be a positive multiple of {BLOCK}, got {width}")
+    triangle = col_lengths is None
+    rows = np.asarray(row_lengths, dtype=np.int64)
+    cols = rows if triangle else np.asarray(col_lengths, dtype=np.int64)
+    rcum = np.concatenate([[0], np.cumsum(rows)])
+    ccum = np.concatenate([[0], np.cumsum(cols)])
+    windows = []
+    for r0 in range(0, len(rows), width):
+        r1 = min(r0 + width, len(rows))
+        for c0 in range(r0 if triangle else 0, len(cols), width):
+            c1 = min(c0 + width, len(cols))
+            if triangle and c0 == r0:
+                pairs, cells = _diagonal_work(rows[r0:r1])
+            else:
+                pairs = (r1 - r0) * (c1 - c0)
+                cells = int((rcum[r1] - rcum[r0]) * (ccum[c1] - ccum[c0]))
+            if pairs:
+                windows.append(Window(r0, r1, c0, c1, triangle, pairs, cells))
+    return windows
+
+
+def _diagonal_work(lengths: np.ndarray) -> tuple[int, int]:
+    k = len(lengths)
+    total = int(lengths.sum())
+    cells = (total * total - int((lengths * lengths).sum())) // 2
+    return k * (k - 1) // 2, cells
+
+
+def window_pairs(window: Window) -> tuple[np.ndarray, np.ndarray]:
+    """Row and column sorted positions of every pair of a window, row-major."""
+    r = np.arange(window.r0, window.r1)
+    c = np.arange(window.c0, window.c1)
+    rr, cc = np.meshgrid(r, c, indexing="ij")
+    if window.triangle:
+        keep = rr < cc
+        return rr[keep], cc[keep]
+    return rr.ravel(), cc.ravel()

@@ -1,0 +1,182 @@
+"""Substitution matrices and gap penalties: the scoring scheme of an alignment.
+
+Gap convention (as parasail, EMBOSS and Biopython): a gap of length ``k`` costs
+``gap_open + (k - 1) * gap_extend``; ``gap_open`` is the cost of the first gap
+position. BLAST and scikit-bio's ``pair_align`` charge ``o + k * e`` instead:
+their ``(o, e)`` is our ``(o + e, e)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .alphabet import DNA_LETTERS, PROTEIN_LETTERS, Alphabet
+from .errors import OptionError
+
+#: Matrices available by name (through scikit-bio).
+MATRIX_NAMES = ("BLOSUM45", "BLOSUM50", "BLOSUM62", "BLOSUM80", "BLOSUM90",
+                "PAM30", "PAM70", "PAM250", "NUC.4.4")
+
+PROTEIN_DEFAULTS = {"matrix": "BLOSUM62", "gap_open": 11, "gap_extend": 1}
+DNA_DEFAULTS = {"match": 2, "mismatch": -3, "gap_open": 5, "gap_extend": 2}
+
+#: Letters read as another where the matrix lacks them.
+_FALLBACK = {"U": "X", "O": "X", "J": "X", "B": "X", "Z": "X", "*": "X"}
+_DNA_FALLBACK = {"U": "T"}
+
+#: Scores must stay within these bounds for 16-bit and 32-bit arithmetic.
+INT16_LIMIT = 16_000
+INT32_LIMIT = 1 << 29
+
+
+@dataclass(frozen=True)
+class Scoring:
+    """A substitution matrix over encoded residues, and affine gap costs.
+
+    Parameters
+    ----------
+    matrix : numpy.ndarray
+        ``K x K`` int32 scores, indexed by residue codes.
+    letters : str
+        The letter of each code, in matrix order.
+    gap_open : int
+        Cost (positive) of the first position of a gap.
+    gap_extend : int
+        Cost (positive) of each further position of a gap.
+    alphabet : {"protein", "dna"}
+        Which sequences the scheme scores.
+    name : str
+        The matrix name, or ``"match/mismatch"``.
+    lookup : numpy.ndarray
+        uint8[256]: the code of each byte value (upper and lower case).
+
+    Examples
+    --------
+    >>> s = Scoring.create("protein")
+    >>> s.name, s.gap_open, s.gap_extend
+    ('BLOSUM62', 11, 1)
+    >>> int(s.score("W", "W"))
+    11
+    """
+
+    matrix: np.ndarray
+    letters: str
+    gap_open: int
+    gap_extend: int
+    alphabet: Alphabet
+    name: str
+    lookup: np.ndarray = field(repr=False)
+
+    @classmethod
+    def create(
+        cls,
+        alphabet: Alphabet,
+        matrix: str | None = None,
+        gap_open: int | None = None,
+        gap_extend: int | None = None,
+        match: int | None = None,
+        mismatch: int | None = None,
+    ) -> "Scoring":
+        """Build the scoring of an alphabet, filling in the defaults.
+
+        Protein: ``matrix`` by name (default BLOSUM62), open 11, extend 1.
+        DNA: ``match``/``mismatch`` (default 2/-3) or a named matrix such as
+        NUC.4.4, open 5, extend 2.
+        """
+        if alphabet not in ("protein", "dna"):
+            raise OptionError(f"unknown alphabet {alphabet!r}: expected protein or dna")
+        if alphabet == "protein":
+            if match is not None or mismatch is not None:
+                raise OptionError("--match/--mismatch apply to DNA; use --matrix for protein")
+            name = matrix or PROTEIN_DEFAULTS["matrix"]
+            scores, letters = _named_matrix(name)
+            if set("ARNDCQEGHILKMFPSTWYV") - set(letters):
+                raise OptionError(f"matrix {name} does not score the 20 amino acids")
+            gap_open = PROTEIN_DEFAULTS["gap_open"] if gap_open is None else gap_open
+            gap_extend = PROTEIN_DEFAULTS["gap_extend"] if gap_extend is None else gap_extend
+            lookup = _lookup(letters, PROTEIN_LETTERS, _FALLBACK)
+        else:
+            if matrix is not None and (match is not None or mismatch is not None):
+                raise OptionError("give either --matrix or --match/--mismatch, not both")
+            if matrix is not None:
+                name = matrix
+                scores, letters = _named_matrix(name)
+                if set("ACGT") - set(letters):
+                    raise OptionError(f"matrix {name} does not score DNA (A, C, G, T)")
+            else:
+                name = "match/mismatch"
+                match = DNA_DEFAULTS["match"] if match is None else match
+                mismatch = DNA_DEFAULTS["mismatch"] if mismatch is None else mismatch
+                letters = DNA_LETTERS.replace("U", "")
+                scores = np.full((len(letters), len(letters)), int(mismatch), dtype=np.int32)
+                for k in range(4):  # only A, C, G, T identities score a match
+                    scores[k, k] = int(match)
+            gap_open = DNA_DEFAULTS["gap_open"] if gap_open is None else gap_open
+            gap_extend = DNA_DEFAULTS["gap_extend"] if gap_extend is None else gap_extend
+            lookup = _lookup(letters, DNA_LETTERS, {**{c: "N" for c in DNA_LETTERS}, **_DNA_FALLBACK})
+        gap_open, gap_extend = int(gap_open), int(gap_extend)
+        if gap_open < 0 or gap_extend < 0:
+            raise OptionError(f"gap costs must be >= 0 (got open {gap_open}, extend {gap_extend})")
+        if gap_open >= INT32_LIMIT // 4 or gap_extend >= INT32_LIMIT // 4:
+            raise OptionError("gap costs too large")
+        return cls(np.ascontiguousarray(scores, dtype=np.int32), letters, gap_open,
+                   gap_extend, alphabet, name, lookup)
+
+    @property
+    def max_abs_score(self) -> int:
+        """The largest absolute value in the matrix."""
+        return int(np.abs(self.matrix).max())
+
+    def score_bound(self, n: int, m: int) -> int:
+        """An upper bound on ``|H|`` for any cell of an ``n x m`` alignment."""
+        return (self.max_abs_score * min(n, m) + 2 * self.gap_open
+                + self.gap_extend * (n + m))
+
+    def score_dtype(self, n: int, m: int) -> np.dtype:
+        """int16 where every score of an ``n x m`` alignment fits, else int32."""
+        bound = self.score_bound(n, m) + self.gap_open + self.gap_extend
+        if bound < INT16_LIMIT and max(n, m) < INT16_LIMIT:
+            return np.dtype(np.int16)
+        if bound < INT32_LIMIT:
+            return np.dtype(np.int32)
+        raise OptionError(f"scores of a {n} x {m} alignment could overflow 32 bits")
+
+    def encode(self, sequence: str | bytes) -> np.ndarray:
+        """Residue codes (uint8) of a sequence already validated for the alphabet."""
+        raw = sequence.encode("ascii") if isinstance(sequence, str) else sequence
+        return self.lookup[np.frombuffer(raw, dtype=np.uint8)]
+
+    def score(self, x: str, y: str) -> int:
+        """The substitution score of two letters."""
+        return int(self.matrix[self.encode(x)[0], self.encode(y)[0]])
+
+
+def _named_matrix(name: str) -> tuple[np.ndarray, str]:
+    from skbio.sequence import SubstitutionMatrix
+
+    try:
+        sm = SubstitutionMatrix.by_name(name.upper())
+    except ValueError:
+        raise OptionError(
+            f"unknown matrix {name!r}: expected one of {', '.join(MATRIX_NAMES)}") from None
+    scores = np.asarray(sm.scores)
+    if not np.all(scores == np.round(scores)):
+        raise OptionError(f"matrix {name} has non-integer scores")
+    return scores.astype(np.int32), "".join(sm.alphabet)
+
+
+def _lookup(letters: str, accepted: str, fallback: dict[str, str]) -> np.ndarray:
+    """Map every accepted letter (either case) to its matrix code."""
+    table = np.zeros(256, dtype=np.uint8)
+    index = {c: k for k, c in enumerate(letters)}
+    for c in accepted:
+        if c in index:
+            code = index[c]
+        elif fallback.get(c) in index:
+            code = index[fallback[c]]
+        else:
+            raise OptionError(f"matrix has no score for {c!r} and no stand-in for it")
+        table[ord(c)] = table[ord(c.lower())] = code
+    return table
