@@ -31,12 +31,17 @@ class CPUBackend:
     def describe(self) -> str:
         return f"cpu ({self.threads} threads)"
 
-    def cell_bytes(self, traceback: bool) -> float:
-        """Traceback bytes per DP cell held at once (per thread)."""
-        return 0.5 if traceback else 0.0
+    def task_memory(self, job: Job) -> int:
+        """Bytes one task (one query x one chunk of lanes) holds at most."""
+        n, m = int(job.rows.lengths[0]), int(job.col_set.lengths[0])
+        lanes = max(cpu.LANES.values())
+        return (n * m * lanes // 2 if job.traceback else 0) + 8 * (m + 1) * lanes
 
-    def concurrent_tasks(self) -> int:
-        return self.threads
+    def fit_memory(self, job: Job, budget: int) -> int:
+        """Run no more threads than the budget holds tasks; returns their bytes."""
+        per_task = self.task_memory(job)
+        self.threads = max(1, min(self.threads, budget // max(per_task, 1)))
+        return self.threads * per_task
 
     def prepare(self, job: Job) -> dict:
         """Host arrays shared by every window of a job."""

@@ -1,0 +1,18 @@
+"""pairalign: exact all-pairs sequence alignment on GPUs and CPUs.
+
+Global (Needleman-Wunsch), semiglobal (overlap) and local (Smith-Waterman)
+alignment with affine gaps and a substitution matrix, for every pair of a set,
+every query against every target, or one pair.
+"""
+
+from .api import align_all, align_many, align_pair, load, make_scoring
+from .errors import InputError, OptionError, PairAlignError
+from .results import AlignmentResult, PairAlignment
+from .scoring import Scoring
+from .sequences import SequenceRecords, read_sequences
+
+__version__ = "0.1.0"
+
+__all__ = ["align_all", "align_many", "align_pair", "load", "make_scoring",
+           "AlignmentResult", "PairAlignment", "Scoring", "SequenceRecords",
+           "read_sequences", "InputError", "OptionError", "PairAlignError", "__version__"]

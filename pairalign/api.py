@@ -1,0 +1,190 @@
+"""The Python API: align every pair of a set, a query set against targets, or one pair."""
+
+from __future__ import annotations
+
+import os
+from typing import Iterable, Literal, Sequence, Union
+
+from .engine import DEFAULT_MAX_MEMORY, Progress, parse_memory, run_job
+from .errors import OptionError
+from .job import Job, SortedSet
+from .kernels.conventions import MODES
+from .results import AlignmentResult, PairAlignment
+from .scoring import Scoring
+from .sequences import SequenceRecords, read_sequences, records_from_python
+from .backends import get_backend
+
+Mode = Literal["global", "semiglobal", "local"]
+SequencesLike = Union[str, os.PathLike, SequenceRecords, Iterable]
+
+
+def load(sequences: SequencesLike, alphabet: str | None = None) -> SequenceRecords:
+    """Sequence records from a path (``"-"`` for stdin), records, or Python sequences."""
+    if isinstance(sequences, SequenceRecords):
+        return sequences
+    if isinstance(sequences, (str, os.PathLike)):
+        return read_sequences(sequences, alphabet=alphabet)
+    return records_from_python(sequences, alphabet=alphabet)
+
+
+def _check_mode(mode: str) -> None:
+    if mode not in MODES:
+        raise OptionError(f"unknown mode {mode!r}: expected one of {', '.join(MODES)}")
+
+
+def make_scoring(alphabet: str, matrix: str | None = None, gap_open: int | None = None,
+                 gap_extend: int | None = None, match: int | None = None,
+                 mismatch: int | None = None) -> Scoring:
+    """The scoring scheme for an alphabet, defaults filled in (see :class:`Scoring`)."""
+    return Scoring.create(alphabet, matrix=matrix, gap_open=gap_open, gap_extend=gap_extend,
+                          match=match, mismatch=mismatch)
+
+
+def _run(rows: SequenceRecords, cols: SequenceRecords | None, mode: str, scoring: Scoring,
+         traceback: bool, backend, threads, devices, max_memory, window,
+         progress) -> AlignmentResult:
+    _check_mode(mode)
+    be = get_backend(backend, threads=threads, devices=devices)
+    job = Job(mode, scoring, traceback, SortedSet.encode(rows.sequences, scoring),
+              None if cols is None else SortedSet.encode(cols.sequences, scoring))
+    pairs = run_job(job, be, max_memory=parse_memory(max_memory), width=window,
+                    progress=progress)
+    return AlignmentResult(rows.ids, None if cols is None else cols.ids, pairs, mode,
+                           scoring, traceback, rows.sequences,
+                           None if cols is None else cols.sequences)
+
+
+def align_all(
+    sequences: SequencesLike,
+    *,
+    mode: Mode = "local",
+    matrix: str | None = None,
+    gap_open: int | None = None,
+    gap_extend: int | None = None,
+    match: int | None = None,
+    mismatch: int | None = None,
+    alphabet: str | None = None,
+    traceback: bool = True,
+    backend: str = "auto",
+    threads: int | None = None,
+    devices: Sequence[int] | None = None,
+    max_memory: int | str = DEFAULT_MAX_MEMORY,
+    window: int | None = None,
+    progress: Progress | None = None,
+) -> AlignmentResult:
+    """Align every pair of a set of sequences.
+
+    Parameters
+    ----------
+    sequences : path, list of str, or scikit-bio sequences
+        A FASTA/FASTQ file (plain or gzip, ``"-"`` for stdin), or sequences.
+    mode : {"global", "semiglobal", "local"}
+        Needleman-Wunsch, overlap (end gaps free) or Smith-Waterman.
+    matrix : str, optional
+        Substitution matrix by name (BLOSUM62 for protein by default).
+    gap_open, gap_extend : int, optional
+        A gap of length k costs ``gap_open + (k - 1) * gap_extend``
+        (defaults: 11/1 protein, 5/2 DNA). BLAST's ``(o, e)`` is ``(o + e, e)``.
+    match, mismatch : int, optional
+        DNA scores instead of a matrix (defaults 2 and -3).
+    alphabet : {"protein", "dna"}, optional
+        Forces the alphabet; detected from the residues otherwise.
+    traceback : bool
+        Compute alignments (CIGAR, begins, identities), not only scores.
+    backend : {"auto", "cpu", "gpu"}
+    threads : int, optional
+        CPU cores to use (all by default).
+    devices : sequence of int, optional
+        GPU ordinals to use.
+    max_memory : int or str
+        Budget for working buffers, e.g. ``"4G"``.
+    window : int, optional
+        Window width (a multiple of 16); sized from ``max_memory`` by default.
+    progress : callable, optional
+        Called as ``progress(pairs_done, pairs_total)`` after each window.
+
+    Returns
+    -------
+    AlignmentResult
+
+    Examples
+    --------
+    >>> import pairalign
+    >>> res = pairalign.align_all(["HEAGAWGHEE", "PAWHEAE", "HEAGAWGHEE"])
+    >>> res.scores[0, 2], res.scores[0, 1]
+    (np.int32(62), np.int32(17))
+    >>> [(r.query_id, r.target_id, r.score) for r in res][:2]
+    [('seq1', 'seq2', 17), ('seq1', 'seq3', 62)]
+    """
+    recs = load(sequences, alphabet)
+    scoring = make_scoring(recs.alphabet, matrix, gap_open, gap_extend, match, mismatch)
+    return _run(recs, None, mode, scoring, traceback, backend, threads, devices,
+                max_memory, window, progress)
+
+
+def align_many(
+    queries: SequencesLike,
+    targets: SequencesLike,
+    *,
+    mode: Mode = "local",
+    matrix: str | None = None,
+    gap_open: int | None = None,
+    gap_extend: int | None = None,
+    match: int | None = None,
+    mismatch: int | None = None,
+    alphabet: str | None = None,
+    traceback: bool = True,
+    backend: str = "auto",
+    threads: int | None = None,
+    devices: Sequence[int] | None = None,
+    max_memory: int | str = DEFAULT_MAX_MEMORY,
+    window: int | None = None,
+    progress: Progress | None = None,
+) -> AlignmentResult:
+    """Align every query with every target (a rectangle of pairs).
+
+    Parameters are those of :func:`align_all`; the alphabet is detected from
+    the queries and the targets must match it.
+
+    Examples
+    --------
+    >>> import pairalign
+    >>> res = pairalign.align_many(["HEAGAWGHEE"], ["PAWHEAE", "HEAGAWGHEE"])
+    >>> res.scores.tolist()
+    [[17, 62]]
+    """
+    q = load(queries, alphabet)
+    t = load(targets, alphabet or q.alphabet)
+    scoring = make_scoring(q.alphabet, matrix, gap_open, gap_extend, match, mismatch)
+    return _run(q, t, mode, scoring, traceback, backend, threads, devices, max_memory,
+                window, progress)
+
+
+def align_pair(
+    query: str,
+    target: str,
+    *,
+    mode: Mode = "local",
+    matrix: str | None = None,
+    gap_open: int | None = None,
+    gap_extend: int | None = None,
+    match: int | None = None,
+    mismatch: int | None = None,
+    alphabet: str | None = None,
+    backend: str = "cpu",
+) -> PairAlignment:
+    """Align one pair of sequences (strings or scikit-bio sequences).
+
+    Examples
+    --------
+    >>> import pairalign
+    >>> aln = pairalign.align_pair("HEAGAWGHEE", "PAWHEAE")
+    >>> aln.score, aln.cigar
+    (17, '3=')
+    """
+    res = align_many(records_from_python([query], ids=["query"], alphabet=alphabet),
+                     records_from_python([target], ids=["target"], alphabet=alphabet),
+                     mode=mode, matrix=matrix, gap_open=gap_open,
+                     gap_extend=gap_extend, match=match, mismatch=mismatch,
+                     alphabet=alphabet, backend=backend, threads=1)
+    return res[0]

@@ -1,0 +1,104 @@
+"""Run a job's windows on a backend and gather the pairs in input order."""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Protocol
+
+import numpy as np
+
+from .errors import OptionError
+from .job import Job
+from .pairs import PairBatch
+from .scheduler.windows import BLOCK, Window, plan_windows
+
+#: Default memory budget for one run's working buffers (``--max-memory``).
+DEFAULT_MAX_MEMORY = 4 << 30
+
+#: Bytes of results per pair besides the operations.
+_PAIR_BYTES = 48
+#: Bytes per alignment operation slot (code, run length) reserved per pair.
+_OP_BYTES = 5
+
+Progress = Callable[[int, int], None]
+
+
+class Backend(Protocol):
+    name: str
+
+    def describe(self) -> str: ...
+    def prepare(self, job: Job) -> object: ...
+    def run_window(self, job: Job, state: object, w: Window) -> PairBatch: ...
+    def task_memory(self, job: Job) -> int: ...
+    def fit_memory(self, job: Job, budget: int) -> int: ...
+
+
+def parse_memory(text: str | int) -> int:
+    """Bytes from ``4G``, ``512M``, ``100000`` and the like."""
+    if isinstance(text, int):
+        return text
+    units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    s = str(text).strip().upper().removesuffix("B").removesuffix("I")
+    num, unit = (s[:-1], s[-1]) if s and s[-1] in units else (s, "")
+    try:
+        value = float(num) * units[unit]
+    except ValueError:
+        raise OptionError(f"bad memory size {text!r}: expected e.g. 4G, 512M") from None
+    if value <= 0:
+        raise OptionError(f"memory size must be positive, got {text!r}")
+    return int(value)
+
+
+def window_width(job: Job, backend: Backend, max_memory: int,
+                 width: int | None = None) -> int:
+    """The window width ``W``: a multiple of 16 whose buffers fit the budget."""
+    if backend.task_memory(job) > max_memory:
+        n, m = int(job.rows.lengths[0]), int(job.col_set.lengths[0])
+        raise OptionError(
+            f"--max-memory {max_memory / 2**20:.0f} MiB is too small for the traceback "
+            f"of sequences of {n} x {m}: it needs "
+            f"{backend.task_memory(job) / 2**20:.0f} MiB "
+            f"(or use --no-traceback)")
+    fixed = backend.fit_memory(job, max_memory)
+    if width is not None:
+        if width <= 0 or width % BLOCK:
+            raise OptionError(f"window size must be a positive multiple of {BLOCK}, got {width}")
+        return width
+    longest = int(job.rows.lengths[0]) + int(job.col_set.lengths[0])
+    per_pair = _PAIR_BYTES + (_OP_BYTES * longest if job.traceback else 0)
+    w = int(math.sqrt(max(max_memory - fixed, 0) / 2 / per_pair))
+    return max(BLOCK, min(256, w // BLOCK * BLOCK))
+
+
+def run_job(job: Job, backend: Backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
+            width: int | None = None, progress: Progress | None = None) -> PairBatch:
+    """Align every pair of ``job``; pairs come back in input order.
+
+    For all-vs-all, pair ``(i, j)`` with ``i < j`` in input order is reported
+    from ``i``'s side. It is computed with the longer sequence (the earlier one
+    on equal lengths) as the query, whatever the window size, so every backend
+    and every run gives the same alignment.
+    """
+    w = window_width(job, backend, max_memory, width)
+    col_lengths = None if job.triangle else job.cols.lengths
+    windows = plan_windows(job.rows.lengths, col_lengths, w)
+    state = backend.prepare(job)
+    total = sum(x.pairs for x in windows)
+    done = 0
+    batches = []
+    for win in windows:
+        batches.append(backend.run_window(job, state, win))
+        done += win.pairs
+        if progress is not None:
+            progress(done, total)
+    return orient(job, PairBatch.concat(batches))
+
+
+def orient(job: Job, batch: PairBatch) -> PairBatch:
+    """Map sorted positions to input indices and sort pairs in input order."""
+    q = job.rows.order[batch.query]
+    t = job.col_set.order[batch.target]
+    batch = PairBatch(**{**batch.__dict__, "query": q, "target": t})
+    if job.triangle:
+        batch = batch.swapped(q > t)
+    return batch.take(np.lexsort((batch.target, batch.query)))

@@ -1,0 +1,160 @@
+"""What an alignment run returns: scores, ids and every pair's alignment."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+import numpy as np
+
+from .cigar import cigar_string
+from .pairs import PairBatch
+from .scoring import Scoring
+
+
+@dataclass(frozen=True)
+class PairAlignment:
+    """One aligned pair.
+
+    Coordinates are 0-based with exclusive ends; the CIGAR covers
+    ``query[query_begin:query_end]`` against ``target[target_begin:target_end]``
+    (``I`` consumes the query, ``D`` the target). Without traceback, begins,
+    identities, length and CIGAR are absent (-1 and ``None``).
+    """
+
+    query_id: str
+    target_id: str
+    query_index: int
+    target_index: int
+    score: int
+    identities: int
+    length: int
+    query_begin: int
+    query_end: int
+    target_begin: int
+    target_end: int
+    cigar: str | None
+
+    @property
+    def identity(self) -> float:
+        """Fraction of alignment columns that are identical residues."""
+        return self.identities / self.length if self.length > 0 else 0.0
+
+    @property
+    def path(self):
+        """The alignment as a :class:`skbio.alignment.PairAlignPath`."""
+        from skbio.alignment import PairAlignPath
+
+        if self.cigar is None:
+            raise ValueError("no alignment: the run was score-only (traceback=False)")
+        if not self.cigar:
+            raise ValueError("empty alignment (local score 0): no path")
+        return PairAlignPath.from_cigar(self.cigar, starts=[self.query_begin, self.target_begin])
+
+
+class AlignmentResult:
+    """Scores and alignments of all pairs (all-vs-all) or all query x target pairs.
+
+    Attributes
+    ----------
+    ids : list of str
+        Query ids (all ids for all-vs-all), in input order.
+    target_ids : list of str
+        Target ids (the same list for all-vs-all).
+    pairs : PairBatch
+        Columnar results, pairs in input order (``i < j`` for all-vs-all).
+    mode : str
+    scoring : Scoring
+    traceback : bool
+
+    Examples
+    --------
+    >>> import pairalign
+    >>> res = pairalign.align_all(["MKVLA", "MKVIA", "MRVLA"], mode="global")
+    >>> res.scores.shape
+    (3, 3)
+    >>> first = next(iter(res))
+    >>> first.query_id, first.target_id, first.cigar
+    ('seq1', 'seq2', '3=1X1=')
+    """
+
+    def __init__(self, ids: list[str], target_ids: list[str] | None, pairs: PairBatch,
+                 mode: str, scoring: Scoring, traceback: bool, sequences: list[str],
+                 target_sequences: list[str] | None = None) -> None:
+        self.ids = list(ids)
+        self.all_vs_all = target_ids is None
+        self.target_ids = self.ids if target_ids is None else list(target_ids)
+        self.pairs = pairs
+        self.mode = mode
+        self.scoring = scoring
+        self.traceback = traceback
+        self.sequences = sequences
+        self.target_sequences = sequences if target_sequences is None else target_sequences
+
+    def __len__(self) -> int:
+        return len(self.pairs)
+
+    def __repr__(self) -> str:
+        kind = "all-vs-all" if self.all_vs_all else "query x target"
+        return (f"<AlignmentResult {kind}, {len(self.ids)} x {len(self.target_ids)} "
+                f"sequences, {len(self)} pairs, {self.mode}, {self.scoring.name}>")
+
+    @property
+    def scores(self) -> np.ndarray:
+        """Scores as a matrix (int32): ``n x n`` and symmetric for all-vs-all, with
+        a zero diagonal (a sequence is not aligned with itself); ``queries x
+        targets`` otherwise."""
+        out = np.zeros((len(self.ids), len(self.target_ids)), np.int32)
+        out[self.pairs.query, self.pairs.target] = self.pairs.score
+        if self.all_vs_all:
+            out[self.pairs.target, self.pairs.query] = self.pairs.score
+        return out
+
+    def __getitem__(self, k: int) -> PairAlignment:
+        p = self.pairs
+        if not -len(p) <= k < len(p):
+            raise IndexError(k)
+        k %= len(p)
+        q, t = int(p.query[k]), int(p.target[k])
+        cigar = cigar_string(*p.ops(k)) if self.traceback else None
+        return PairAlignment(self.ids[q], self.target_ids[t], q, t, int(p.score[k]),
+                             int(p.identities[k]), int(p.length[k]), int(p.query_begin[k]),
+                             int(p.query_end[k]), int(p.target_begin[k]),
+                             int(p.target_end[k]), cigar)
+
+    def __iter__(self) -> Iterator[PairAlignment]:
+        for k in range(len(self.pairs)):
+            yield self[k]
+
+    def aligned(self, k: int) -> tuple[str, str]:
+        """The two gapped strings of pair ``k`` (the aligned region only)."""
+        rec = self[k]
+        if rec.cigar is None:
+            raise ValueError("no alignment: the run was score-only (traceback=False)")
+        q = self.sequences[rec.query_index]
+        t = self.target_sequences[rec.target_index]
+        return gapped(rec.cigar, q, t, rec.query_begin, rec.target_begin)
+
+
+def gapped(cigar: str, query: str, target: str, query_begin: int,
+           target_begin: int) -> tuple[str, str]:
+    """The two rows of an alignment, with ``-`` for gaps."""
+    from .cigar import parse_cigar
+
+    i, j = query_begin, target_begin
+    a, b = [], []
+    for n, op in parse_cigar(cigar):
+        if op in "M=X":
+            a.append(query[i:i + n])
+            b.append(target[j:j + n])
+            i += n
+            j += n
+        elif op == "I":
+            a.append(query[i:i + n])
+            b.append("-" * n)
+            i += n
+        else:
+            a.append("-" * n)
+            b.append(target[j:j + n])
+            j += n
+    return "".join(a), "".join(b)
