@@ -10,7 +10,7 @@ import numpy as np
 from .errors import OptionError
 from .job import Job
 from .pairs import PairBatch
-from .scheduler.windows import BLOCK, Window, plan_windows
+from .scheduler.windows import BLOCK, Window, plan_windows, split_window
 
 #: Default memory budget for one run's working buffers (``--max-memory``).
 DEFAULT_MAX_MEMORY = 4 << 30
@@ -64,6 +64,8 @@ def window_width(job: Job, backend: Backend, max_memory: int,
         if width <= 0 or width % BLOCK:
             raise OptionError(f"window size must be a positive multiple of {BLOCK}, got {width}")
         return width
+    if hasattr(backend, "window_width"):
+        return backend.window_width(job, max_memory)
     longest = int(job.rows.lengths[0]) + int(job.col_set.lengths[0])
     per_pair = _PAIR_BYTES + (_OP_BYTES * longest if job.traceback else 0)
     w = int(math.sqrt(max(max_memory - fixed, 0) / 2 / per_pair))
@@ -86,12 +88,39 @@ def run_job(job: Job, backend: Backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
     total = sum(x.pairs for x in windows)
     done = 0
     batches = []
+    fallback = None
     for win in windows:
-        batches.append(backend.run_window(job, state, win))
+        for sub, fits in fit_window(job, backend, win):
+            if fits:
+                batches.append(backend.run_window(job, state, sub))
+            else:  # a block too large for the device: the CPU aligns it
+                if fallback is None:
+                    from .kernels.cpu_backend import CPUBackend
+
+                    cpu = CPUBackend()
+                    cpu.fit_memory(job, max_memory)
+                    fallback = (cpu, cpu.prepare(job))
+                batches.append(fallback[0].run_window(job, fallback[1], sub))
         done += win.pairs
         if progress is not None:
             progress(done, total)
     return orient(job, PairBatch.concat(batches))
+
+
+def fit_window(job: Job, backend: Backend, w: Window) -> list[tuple[Window, bool]]:
+    """``w``, or its quarters (recursively) where the device cannot hold it.
+
+    Each window comes with whether the backend can hold it; one that cannot,
+    even as a single 16 x 16 block, goes to the CPU.
+    """
+    if not hasattr(backend, "window_bytes"):
+        return [(w, True)]
+    if backend.window_bytes(job, w) <= backend.device_budget():
+        return [(w, True)]
+    if w.r1 - w.r0 <= BLOCK and w.c1 - w.c0 <= BLOCK:
+        return [(w, False)]
+    rows, cols = job.rows.lengths, job.col_set.lengths
+    return [x for sub in split_window(w, rows, cols) for x in fit_window(job, backend, sub)]
 
 
 def orient(job: Job, batch: PairBatch) -> PairBatch:

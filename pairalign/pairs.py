@@ -112,19 +112,22 @@ def _offsets(counts: np.ndarray) -> np.ndarray:
     return out
 
 
-def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Concatenation of ``arange(s, s + c)`` for every start and count, vectorised."""
-    counts = np.asarray(counts, dtype=np.int64)
+def _ranges(starts, counts, xp=np):
+    """Concatenation of ``arange(s, s + c)`` for every start and count, vectorised.
+
+    ``xp`` is the array module (numpy, or cupy for device arrays).
+    """
+    counts = xp.asarray(counts, dtype=xp.int64)
     total = int(counts.sum())
     if total == 0:
-        return np.zeros(0, np.int64)
+        return xp.zeros(0, xp.int64)
     nz = counts > 0
-    starts, counts = np.asarray(starts, np.int64)[nz], counts[nz]
-    step = np.ones(total, np.int64)
-    ends = np.cumsum(counts)
+    starts, counts = xp.asarray(starts, xp.int64)[nz], counts[nz]
+    step = xp.ones(total, xp.int64)
+    ends = xp.cumsum(counts)
     step[0] = starts[0]
     step[ends[:-1]] = starts[1:] - (starts[:-1] + counts[:-1] - 1)
-    return np.cumsum(step)
+    return xp.cumsum(step)
 
 
 def compact_ops(op_code: np.ndarray, op_len: np.ndarray, bound_offsets: np.ndarray,

@@ -62,21 +62,43 @@ def plan_windows(row_lengths: np.ndarray, col_lengths: np.ndarray | None,
     triangle = col_lengths is None
     rows = np.asarray(row_lengths, dtype=np.int64)
     cols = rows if triangle else np.asarray(col_lengths, dtype=np.int64)
-    rcum = np.concatenate([[0], np.cumsum(rows)])
-    ccum = np.concatenate([[0], np.cumsum(cols)])
     windows = []
     for r0 in range(0, len(rows), width):
         r1 = min(r0 + width, len(rows))
         for c0 in range(r0 if triangle else 0, len(cols), width):
-            c1 = min(c0 + width, len(cols))
-            if triangle and c0 == r0:
-                pairs, cells = _diagonal_work(rows[r0:r1])
-            else:
-                pairs = (r1 - r0) * (c1 - c0)
-                cells = int((rcum[r1] - rcum[r0]) * (ccum[c1] - ccum[c0]))
-            if pairs:
-                windows.append(Window(r0, r1, c0, c1, triangle, pairs, cells))
+            w = make_window(rows, cols, r0, r1, c0, min(c0 + width, len(cols)), triangle)
+            if w.pairs:
+                windows.append(w)
     return windows
+
+
+def make_window(rows: np.ndarray, cols: np.ndarray, r0: int, r1: int, c0: int, c1: int,
+                triangle: bool) -> Window:
+    """The window ``[r0, r1) x [c0, c1)`` with its pair and cell counts."""
+    if triangle and c0 == r0:
+        pairs, cells = _diagonal_work(rows[r0:r1])
+    else:
+        pairs = (r1 - r0) * (c1 - c0)
+        cells = int(rows[r0:r1].sum() * cols[c0:c1].sum())
+    return Window(r0, r1, c0, c1, triangle, pairs, cells)
+
+
+def split_window(w: Window, rows: np.ndarray, cols: np.ndarray) -> list[Window]:
+    """Quarter a window (halves rounded to multiples of :data:`BLOCK`)."""
+    def cut(lo, hi):
+        if hi - lo <= BLOCK:
+            return [(lo, hi)]
+        mid = lo + max(BLOCK, (hi - lo) // 2 // BLOCK * BLOCK)
+        return [(lo, mid), (mid, hi)]
+    out = []
+    for r0, r1 in cut(w.r0, w.r1):
+        for c0, c1 in cut(w.c0, w.c1):
+            if w.triangle and c1 <= r0 + 1:
+                continue
+            sub = make_window(rows, cols, r0, r1, c0, c1, w.triangle)
+            if sub.pairs:
+                out.append(sub)
+    return out
 
 
 def _diagonal_work(lengths: np.ndarray) -> tuple[int, int]:

@@ -1,0 +1,165 @@
+"""GPU benchmark: GCUPS per mode, with and without traceback, kernel-only and end to end.
+
+Run on a machine with a CUDA device (one device call: ``python benchmarks/gpu_check.py``
+runs the GPU tests and this). Cells are counted as in DESIGN.md: the sum over
+aligned pairs of len_i * len_j. Kernel time is measured with CUDA events around
+the fill and traceback kernels; end-to-end time runs from FASTA read to results
+in host memory (pairs in input order), with numba and NVRTC warmed up first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+DATA = ROOT.parent / "shared" / "data"
+if not DATA.exists():
+    DATA = ROOT / "shared" / "data"
+
+import pairalign  # noqa: E402
+from pairalign.engine import run_job  # noqa: E402
+from pairalign.job import Job, SortedSet  # noqa: E402
+from pairalign.kernels.gpu_backend import GPUBackend  # noqa: E402
+from pairalign.scoring import Scoring  # noqa: E402
+
+AMINO = np.frombuffer(b"ACDEFGHIKLMNPQRSTVWY", np.uint8)
+
+
+def scaled_proteome(n: int, seed: int = 1, rate: float = 0.1) -> list[str]:
+    """``n`` proteins sampled from the proteome, each with ``rate`` substitutions."""
+    recs = pairalign.read_sequences(DATA / "proteome_HG003687.faa")
+    rng = np.random.default_rng(seed)
+    out = []
+    for k in rng.integers(0, len(recs), n):
+        s = np.frombuffer(recs.sequences[k].encode(), np.uint8).copy()
+        hit = rng.random(len(s)) < rate
+        s[hit] = rng.choice(AMINO, int(hit.sum()))
+        out.append(s.tobytes().decode())
+    return out
+
+
+def cells_of(lengths: np.ndarray) -> int:
+    t = int(lengths.sum())
+    return (t * t - int((lengths * lengths).sum())) // 2
+
+
+def kernel_run(seqs, mode, traceback, backend):
+    sc = Scoring.create("protein")
+    job = Job(mode, sc, traceback, SortedSet.encode(seqs, sc))
+    backend.timings.clear()
+    t = time.perf_counter()
+    run_job(job, backend)
+    wall = time.perf_counter() - t
+    return dict(backend.timings), wall
+
+
+def parasail_worker(args):
+    import parasail
+
+    pairs, seqs, traceback = args
+    fn = parasail.sw_trace_scan_16 if traceback else parasail.sw_striped_profile_16
+    cells = 0
+    t = time.perf_counter()
+    last = None
+    for i, j in pairs:
+        if traceback:
+            r = fn(seqs[i], seqs[j], 11, 1, parasail.blosum62)
+            r.cigar  # decode the alignment too
+        else:
+            if last != i:
+                prof = parasail.profile_create_16(seqs[i], parasail.blosum62)
+                last = i
+            fn(prof, seqs[j], 11, 1)
+        cells += len(seqs[i]) * len(seqs[j])
+    return cells, time.perf_counter() - t
+
+
+def parasail_gcups(seqs, traceback, cores, pairs_per_core=400):
+    rng = np.random.default_rng(3)
+    n = len(seqs)
+    jobs = []
+    for c in range(cores):
+        i = np.sort(rng.integers(0, n, pairs_per_core))
+        j = rng.integers(0, n, pairs_per_core)
+        jobs.append((list(zip(i.tolist(), j.tolist())), seqs, traceback))
+    t = time.perf_counter()
+    with mp.get_context("fork").Pool(cores) as pool:
+        res = pool.map(parasail_worker, jobs)
+    wall = time.perf_counter() - t
+    return sum(c for c, _ in res) / wall / 1e9
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--cells", type=float, default=1e12, help="cells of the scaled workload")
+    ap.add_argument("--tb-cells", type=float, default=2e11, help="cells with traceback")
+    ap.add_argument("--no-parasail", action="store_true")
+    args = ap.parse_args()
+
+    be = GPUBackend()
+    print(f"device: {be.describe()}", flush=True)
+    rows = []
+    # warm-up: NVRTC compile and numba
+    kernel_run(scaled_proteome(64), "local", True, be)
+    kernel_run(scaled_proteome(64), "local", False, be)
+
+    # 1. the real proteome, end to end, as the CLI does
+    path = DATA / "proteome_HG003687.faa"
+    recs = pairalign.read_sequences(path)
+    base_cells = cells_of(recs.lengths)
+    for tb in (True, False):
+        be.timings.clear()
+        t = time.perf_counter()
+        pairalign.align_all(path, mode="local", traceback=tb, backend="gpu")
+        wall = time.perf_counter() - t
+        rows.append(("proteome 2100 e2e", "local", tb, base_cells, wall,
+                     base_cells / wall / 1e9, None))
+
+    # 2. scaled workloads, kernels and end to end
+    for target, tb_modes in ((args.tb_cells, True), (args.cells, False)):
+        n = 16
+        mean_sq = np.mean(recs.lengths.astype(float)) ** 2
+        n = int(np.sqrt(2 * target / mean_sq)) + 1
+        seqs = scaled_proteome(n)
+        cells = cells_of(np.array([len(s) for s in seqs]))
+        for mode in ("local", "global", "semiglobal") if tb_modes else ("local",):
+            tim, wall = kernel_run(seqs, mode, tb_modes, be)
+            k = tim.get("fill", 0) + tim.get("traceback", 0)
+            rows.append((f"scaled n={n}", mode, tb_modes, cells, wall, cells / wall / 1e9,
+                         cells / k / 1e9))
+            print(rows[-1], {key: round(v, 3) for key, v in tim.items() if key != "cells"},
+                  flush=True)
+        if not tb_modes:
+            for mode in ("global", "semiglobal"):
+                tim, wall = kernel_run(seqs, mode, False, be)
+                k = tim.get("fill", 0)
+                rows.append((f"scaled n={n}", mode, False, cells, wall, cells / wall / 1e9,
+                             cells / k / 1e9))
+
+    cores = os.cpu_count() or 1
+    ps = {}
+    if not args.no_parasail:
+        for tb in (True, False):
+            ps[tb] = parasail_gcups(recs.sequences, tb, cores)
+    print()
+    print(f"{'workload':22} {'mode':10} {'tb':3} {'cells':>10} {'wall s':>8} "
+          f"{'e2e GCUPS':>10} {'kernel GCUPS':>12} {'x parasail':>10}")
+    for name, mode, tb, cells, wall, e2e, kern in rows:
+        ratio = f"{e2e / ps[tb]:.0f}" if tb in ps else "-"
+        print(f"{name:22} {mode:10} {'y' if tb else 'n':3} {cells:10.3g} {wall:8.2f} "
+              f"{e2e:10.1f} {kern if kern is None else round(kern, 1)!s:>12} {ratio:>10}")
+    for tb, g in ps.items():
+        print(f"parasail sw_{'trace_scan' if tb else 'striped_profile'}_16 on {cores} cores: "
+              f"{g:.2f} GCUPS")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,93 @@
+"""GPU backend against the CPU backend, pair by pair (skipped without a CUDA device)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import pairalign
+from pairalign.backends import gpu_available
+
+pytestmark = [pytest.mark.gpu,
+              pytest.mark.skipif(not gpu_available(), reason="CuPy sees no CUDA device")]
+
+_ROOT = Path(__file__).resolve().parents[1]
+DATA = next((d for d in (_ROOT.parent / "shared" / "data", _ROOT / "shared" / "data")
+             if d.exists()), _ROOT.parent / "shared" / "data")
+
+
+@pytest.fixture
+def data_dir():
+    return DATA
+
+
+FIELDS = ("query", "target", "score", "query_begin", "query_end", "target_begin",
+          "target_end", "identities", "length", "op_offsets", "op_code", "op_len")
+
+
+def assert_same(a, b):
+    for f in FIELDS:
+        x, y = getattr(a.pairs, f), getattr(b.pairs, f)
+        assert x.shape == y.shape, f
+        if not np.array_equal(x, y):
+            bad = np.flatnonzero(x != y) if x.shape == y.shape else []
+            raise AssertionError(f"{f} differs at {len(bad)} places, first {bad[:5]}: "
+                                 f"{x[bad[:5]]} vs {y[bad[:5]]}")
+
+
+def both(seqs, **kw):
+    return (pairalign.align_all(seqs, backend="cpu", **kw),
+            pairalign.align_all(seqs, backend="gpu", **kw))
+
+
+@pytest.mark.parametrize("mode", ["global", "semiglobal", "local"])
+@pytest.mark.parametrize("traceback", [True, False])
+def test_adeno_all_pairs(data_dir, mode, traceback):
+    cpu, gpu = both(data_dir / "adeno_fiber.faa", mode=mode, traceback=traceback)
+    assert_same(cpu, gpu)
+
+
+@pytest.mark.parametrize("mode", ["global", "semiglobal", "local"])
+def test_proteome_subset_with_long(data_dir, mode):
+    recs = pairalign.read_sequences(data_dir / "proteome_HG003687.faa")
+    rng = np.random.default_rng(7)
+    order = np.argsort(-recs.lengths)
+    pick = np.concatenate([order[:6], rng.choice(len(recs), 150, replace=False)])
+    pick = np.unique(pick)
+    seqs = [recs.sequences[k] for k in pick]
+    cpu, gpu = both(seqs, mode=mode)
+    assert_same(cpu, gpu)
+
+
+@pytest.mark.parametrize("mode", ["global", "semiglobal", "local"])
+def test_dna_genes(data_dir, mode):
+    recs = pairalign.read_sequences(data_dir / "genes_CP040672.fna")
+    cpu, gpu = both(recs.sequences[:40], mode=mode)
+    assert_same(cpu, gpu)
+
+
+@pytest.mark.parametrize("matrix,go,ge", [("BLOSUM45", 15, 2), ("PAM250", 10, 1),
+                                          ("BLOSUM80", 0, 0), ("BLOSUM62", 40, 40)])
+@pytest.mark.parametrize("mode", ["global", "semiglobal", "local"])
+def test_random_lengths_and_scoring(mode, matrix, go, ge):
+    rng = np.random.default_rng(hash((mode, matrix, go)) % 2**32)
+    letters = np.array(list("ACDEFGHIKLMNPQRSTVWYX"))
+    lengths = np.concatenate([[1, 1, 2, 3, 3000, 1500], rng.integers(1, 400, 31)])
+    base = "".join(rng.choice(letters, 3000))
+    seqs = []
+    for k, n in enumerate(lengths):  # related and unrelated sequences mixed
+        s = base[:n] if k % 3 == 0 else "".join(rng.choice(letters, n))
+        seqs.append(s)
+    # 37 sequences and window 16: ragged last blocks
+    cpu, gpu = both(seqs, mode=mode, matrix=matrix, gap_open=go, gap_extend=ge, window=16)
+    assert_same(cpu, gpu)
+
+
+def test_query_target_rectangle(data_dir):
+    recs = pairalign.read_sequences(data_dir / "adeno_fiber.faa")
+    q, t = recs.sequences[:20], recs.sequences[20:90]
+    cpu = pairalign.align_many(q, t, backend="cpu", mode="semiglobal")
+    gpu = pairalign.align_many(q, t, backend="gpu", mode="semiglobal")
+    assert_same(cpu, gpu)
