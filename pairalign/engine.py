@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 from typing import Callable, Protocol
 
 import numpy as np
@@ -73,7 +74,8 @@ def window_width(job: Job, backend: Backend, max_memory: int,
 
 
 def run_job(job: Job, backend: Backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
-            width: int | None = None, progress: Progress | None = None) -> PairBatch:
+            width: int | None = None, progress: Progress | None = None,
+            timings: dict | None = None) -> PairBatch:
     """Align every pair of ``job``; pairs come back in input order.
 
     For all-vs-all, pair ``(i, j)`` with ``i < j`` in input order is reported
@@ -81,30 +83,43 @@ def run_job(job: Job, backend: Backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
     on equal lengths) as the query, whatever the window size, so every backend
     and every run gives the same alignment.
     """
+    clock = time.perf_counter()
     w = window_width(job, backend, max_memory, width)
     col_lengths = None if job.triangle else job.cols.lengths
     windows = plan_windows(job.rows.lengths, col_lengths, w)
     state = backend.prepare(job)
     total = sum(x.pairs for x in windows)
+    fitted = [pair for win in windows for pair in fit_window(job, backend, win)]
+    on_device = [sub for sub, fits in fitted if fits]
+    too_large = [sub for sub, fits in fitted if not fits]
+    runner = getattr(backend, "run_windows", None)
+    if runner is None:
+        def runner(job, state, subs):
+            return (backend.run_window(job, state, sub) for sub in subs)
     done = 0
     batches = []
-    fallback = None
-    for win in windows:
-        for sub, fits in fit_window(job, backend, win):
-            if fits:
-                batches.append(backend.run_window(job, state, sub))
-            else:  # a block too large for the device: the CPU aligns it
-                if fallback is None:
-                    from .kernels.cpu_backend import CPUBackend
-
-                    cpu = CPUBackend()
-                    cpu.fit_memory(job, max_memory)
-                    fallback = (cpu, cpu.prepare(job))
-                batches.append(fallback[0].run_window(job, fallback[1], sub))
-        done += win.pairs
+    for batch in runner(job, state, on_device):
+        batches.append(batch)
+        done += len(batch)
         if progress is not None:
             progress(done, total)
-    return orient(job, PairBatch.concat(batches))
+    if too_large:  # blocks too large for the device: the CPU aligns them
+        from .kernels.cpu_backend import CPUBackend
+
+        cpu = CPUBackend()
+        cpu.fit_memory(job, max_memory)
+        cpu_state = cpu.prepare(job)
+        for sub in too_large:
+            batches.append(cpu.run_window(job, cpu_state, sub))
+            done += sub.pairs
+            if progress is not None:
+                progress(done, total)
+    aligned = time.perf_counter()
+    out = orient(job, PairBatch.concat(batches))
+    if timings is not None:
+        timings["windows"] = timings.get("windows", 0.0) + aligned - clock
+        timings["order"] = timings.get("order", 0.0) + time.perf_counter() - aligned
+    return out
 
 
 def fit_window(job: Job, backend: Backend, w: Window) -> list[tuple[Window, bool]]:
@@ -130,4 +145,11 @@ def orient(job: Job, batch: PairBatch) -> PairBatch:
     batch = PairBatch(**{**batch.__dict__, "query": q, "target": t})
     if job.triangle:
         batch = batch.swapped(q > t)
-    return batch.take(np.lexsort((batch.target, batch.query)))
+    n = np.int64(len(job.rows))
+    if job.triangle:  # rank of (q, t), q < t, in row-major order of the upper triangle
+        pos = batch.query * (2 * n - batch.query - 1) // 2 + (batch.target - batch.query - 1)
+    else:
+        pos = batch.query * np.int64(len(job.cols)) + batch.target
+    order = np.empty(len(batch), np.int64)
+    order[pos] = np.arange(len(batch))  # every pair is present once: a permutation
+    return batch.take(order)

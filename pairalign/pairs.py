@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 
 import numpy as np
+from numba import njit, prange
 
 from .kernels.conventions import OP_DEL, OP_INS
 
@@ -70,9 +71,12 @@ class PairBatch:
             index = np.flatnonzero(index)
         cols = {name: getattr(self, name)[index] for name in _COLUMNS}
         counts = self.n_ops[index]
-        gather = _ranges(self.op_offsets[index], counts)
-        return PairBatch(**cols, op_offsets=_offsets(counts), op_code=self.op_code[gather],
-                         op_len=self.op_len[gather])
+        offsets = _offsets(counts)
+        code = np.empty(int(offsets[-1]), self.op_code.dtype)
+        length = np.empty(int(offsets[-1]), self.op_len.dtype)
+        _gather_runs(self.op_offsets, index.astype(np.int64), offsets, self.op_code,
+                     self.op_len, code, length)
+        return PairBatch(**cols, op_offsets=offsets, op_code=code, op_len=length)
 
     def swapped(self, mask: np.ndarray) -> "PairBatch":
         """Pairs under ``mask`` seen from the other side: query and target exchanged."""
@@ -104,6 +108,16 @@ class PairBatch:
     @property
     def nbytes(self) -> int:
         return sum(getattr(self, f.name).nbytes for f in fields(self))
+
+
+@njit(cache=True, parallel=True, boundscheck=False)
+def _gather_runs(src_off, index, dst_off, src_code, src_len, dst_code, dst_len):
+    for k in prange(index.shape[0]):
+        s = src_off[index[k]]
+        d = dst_off[k]
+        for x in range(dst_off[k + 1] - d):
+            dst_code[d + x] = src_code[s + x]
+            dst_len[d + x] = src_len[s + x]
 
 
 def _offsets(counts: np.ndarray) -> np.ndarray:

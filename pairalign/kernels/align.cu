@@ -8,14 +8,19 @@
 // the first best cell in row-major order.
 //
 // The fill walks the query in stripes of STRIPE rows held in registers; the row
-// above a stripe (H and F) lives in global memory, laid out [j][pair] so that a
-// warp's accesses coalesce. A stripe's 8 nibbles of one column make one 32-bit
-// traceback word, stored at [(stripe * Mmax + j - 1) * npairs + pair]: coalesced.
+// above a stripe (H and F) lives in global memory, per warp [j][lane] from
+// warp_boff, so that a warp's accesses coalesce. A stripe's 8 nibbles of one column make one 32-bit
+// traceback word. Each warp (32 consecutive pairs, which share a query and have
+// targets of about one length) owns a block of words sized by its own longest
+// pair, word (stripe, j) of lane l at warp_off + (stripe * warp_m + j - 1) * 32 + l:
+// the warp's stores coalesce and memory follows the real cells, not the window's
+// longest pair.
 //
 // SCORE, the type of the stored boundary row, is int, or short where every score
 // fits (the host checks the bound): half the bytes moved per stripe.
 
 #define STRIPE 8
+#define PAD 31
 #define GLOBAL 0
 #define SEMIGLOBAL 1
 #define LOCAL 2
@@ -39,12 +44,17 @@ fill(
      const int* __restrict__ pair_row, const int* __restrict__ pair_col, const int npairs,
      const int* __restrict__ matrix, const int K, const int go, const int ge, const int neg,
      SCORE* __restrict__ bnd_h, SCORE* __restrict__ bnd_f,
-     unsigned int* __restrict__ tb, const int Mmax,
+     unsigned int* __restrict__ tb, const long long* __restrict__ warp_off,
+     const long long* __restrict__ warp_boff, const int* __restrict__ warp_m,
      int* __restrict__ out_score, int* __restrict__ out_ei, int* __restrict__ out_ej)
 {
     __shared__ int smat[32 * 32];
+    // row PAD scores rows past the query's end: so low that no such cell can
+    // become a best cell, which spares a bounds test per cell
     for (int k = threadIdx.x; k < K * K; k += blockDim.x)
         smat[(k / K) * 32 + (k % K)] = matrix[k];
+    for (int k = threadIdx.x; k < 32; k += blockDim.x)
+        smat[PAD * 32 + k] = neg / 2;
     __syncthreads();
     const int p = blockIdx.x * blockDim.x + threadIdx.x;
     if (p >= npairs) return;
@@ -56,27 +66,30 @@ fill(
     const unsigned char* a = codes + qoff;
     const unsigned char* b = codes + toff;
 
+    unsigned int* tbw = want_tb ? tb + warp_off[p / 32] + (p % 32) : tb;
+    const int wm = warp_m[p / 32];
+    bnd_h += warp_boff[p / 32] + (p % 32);
+    bnd_f += warp_boff[p / 32] + (p % 32);
     for (int j = 0; j <= m; ++j) {
-        bnd_h[(long long)j * npairs + p] = (SCORE)(mode == GLOBAL ? gap_boundary(j, go, ge) : 0);
-        bnd_f[(long long)j * npairs + p] = (SCORE)neg;
+        bnd_h[j * 32] = (SCORE)(mode == GLOBAL ? gap_boundary(j, go, ge) : 0);
+        bnd_f[j * 32] = (SCORE)neg;
     }
     int best = (mode == LOCAL) ? 0 : neg;
     int bi = 0, bj = 0;
 
     for (int i0 = 0; i0 < n; i0 += STRIPE) {
-        const int rows = min(STRIPE, n - i0);
         int qa[STRIPE], hl[STRIPE], el[STRIPE];
 #pragma unroll
         for (int r = 0; r < STRIPE; ++r) {
-            qa[r] = (r < rows ? a[i0 + r] : 0) * 32;
+            qa[r] = (i0 + r < n ? a[i0 + r] : PAD) * 32;
             hl[r] = (mode == GLOBAL) ? gap_boundary(i0 + r + 1, go, ge) : 0;
             el[r] = neg;
         }
-        int diag0 = bnd_h[p];  // H[i0][0]
-        bnd_h[p] = (SCORE)((mode == GLOBAL) ? gap_boundary(i0 + STRIPE, go, ge) : 0);
+        int diag0 = bnd_h[0];  // H[i0][0]
+        bnd_h[0] = (SCORE)((mode == GLOBAL) ? gap_boundary(i0 + STRIPE, go, ge) : 0);
         for (int j = 1; j <= m; ++j) {
             const int bc = b[j - 1];
-            const long long bidx = (long long)j * npairs + p;
+            const int bidx = j * 32;
             int hup = bnd_h[bidx];
             int fup = bnd_f[bidx];
             int diag = diag0;
@@ -93,19 +106,17 @@ fill(
                 unsigned int org = (h == d) ? 1u : ((h == e) ? 2u : 3u);
                 if (mode == LOCAL && h <= 0) { h = 0; org = 0u; }
                 const int i = i0 + r + 1;
-                if (r < rows) {
-                    if (mode == LOCAL) {
-                        if (h > best || (h == best && h > 0 && earlier(i, j, bi, bj))) {
-                            best = h; bi = i; bj = j;
-                        }
-                    } else if (mode == SEMIGLOBAL) {
-                        if (((j == m && i < n) || i == n)
-                            && (h > best || (h == best && earlier(i, j, bi, bj)))) {
-                            best = h; bi = i; bj = j;
-                        }
-                    } else if (i == n && j == m) {
+                if (mode == LOCAL) {
+                    if (h >= best && (h > best || (h > 0 && earlier(i, j, bi, bj)))) {
                         best = h; bi = i; bj = j;
                     }
+                } else if (mode == SEMIGLOBAL) {
+                    if ((i == n || (j == m && i < n)) && h >= best
+                        && (h > best || earlier(i, j, bi, bj))) {
+                        best = h; bi = i; bj = j;
+                    }
+                } else if (i == n && j == m) {
+                    best = h; bi = i; bj = j;
                 }
                 word |= (org | ((unsigned int)(e_ext > e_open) << 2) | ((unsigned int)(f_ext > f_open) << 3)) << (4 * r);
                 diag = hl[r];
@@ -117,7 +128,7 @@ fill(
             bnd_h[bidx] = (SCORE)hup;
             bnd_f[bidx] = (SCORE)fup;
             if (want_tb)
-                tb[((long long)(i0 / STRIPE) * Mmax + (j - 1)) * npairs + p] = word;
+                tbw[((long long)(i0 / STRIPE) * wm + (j - 1)) * 32] = word;
         }
     }
     out_score[p] = best;
@@ -148,7 +159,8 @@ __global__ void __launch_bounds__(256)
 walk(
      const unsigned char* __restrict__ codes, const long long* __restrict__ offsets,
      const int* __restrict__ pair_row, const int* __restrict__ pair_col, const int npairs,
-     const unsigned int* __restrict__ tb, const int Mmax,
+     const unsigned int* __restrict__ tb, const long long* __restrict__ warp_off,
+     const int* __restrict__ warp_m,
      const int* __restrict__ ei, const int* __restrict__ ej,
      const long long* __restrict__ op_off, unsigned char* __restrict__ op_code,
      int* __restrict__ op_len,
@@ -159,6 +171,8 @@ walk(
     if (p >= npairs) return;
     const unsigned char* a = codes + offsets[pair_row[p]];
     const unsigned char* b = codes + offsets[pair_col[p]];
+    const unsigned int* tbw = tb + warp_off[p / 32] + (p % 32);
+    const int wm = warp_m[p / 32];
     int i = ei[p], j = ej[p];
     int state = 0, ident = 0, length = 0;
     Runs runs{op_code, op_len, op_off[p], 255, 0};
@@ -172,7 +186,7 @@ walk(
         }
         const int r = (i - 1) % STRIPE;
         const unsigned int t =
-            (tb[((long long)((i - 1) / STRIPE) * Mmax + (j - 1)) * npairs + p] >> (4 * r)) & 15u;
+            (tbw[((long long)((i - 1) / STRIPE) * wm + (j - 1)) * 32] >> (4 * r)) & 15u;
         if (state == 0) {
             const unsigned int org = t & 3u;
             if (org == 0u) break;
