@@ -97,14 +97,18 @@ fill(
             unsigned int word = 0;
 #pragma unroll
             for (int r = 0; r < STRIPE; ++r) {
+                // Hopper DPX: max(a + b, c) and three-way max (with 0 when local)
+                // in one instruction each; the row-to-row dependency chain is two
+                // instructions long, which is what bounds a lone long pair.
                 const int d = diag + smat[qa[r] + bc];
-                const int e_ext = el[r] - ge, e_open = hl[r] - go;
-                const int e = max(e_ext, e_open);
-                const int f_ext = fup - ge, f_open = hup - go;
-                const int f = max(f_ext, f_open);
-                int h = max(max(d, e), f);
+                const int e_ext = el[r] - ge;
+                const int e = __viaddmax_s32(hl[r], -go, e_ext);
+                const int f_ext = fup - ge;
+                const int f = __viaddmax_s32(hup, -go, f_ext);
+                const int h = (mode == LOCAL) ? __vimax3_s32_relu(d, e, f) : __vimax3_s32(d, e, f);
                 unsigned int org = (h == d) ? 1u : ((h == e) ? 2u : 3u);
-                if (mode == LOCAL && h <= 0) { h = 0; org = 0u; }
+                if (mode == LOCAL && h == 0) org = 0u;
+                const int e_open = hl[r] - go, f_open = hup - go;
                 const int i = i0 + r + 1;
                 if (mode == LOCAL) {
                     if (h >= best && (h > best || (h > 0 && earlier(i, j, bi, bj)))) {
