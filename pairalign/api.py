@@ -182,8 +182,11 @@ def align_pair(
     >>> aln.score, aln.cigar
     (17, '3=')
     """
-    res = align_many(records_from_python([query], ids=["query"], alphabet=alphabet),
-                     records_from_python([target], ids=["target"], alphabet=alphabet),
+    both = records_from_python([query, target], ids=["query", "target"], alphabet=alphabet)
+    res = align_many(records_from_python([both.sequences[0]], ids=["query"],
+                                         alphabet=both.alphabet),
+                     records_from_python([both.sequences[1]], ids=["target"],
+                                         alphabet=both.alphabet),
                      mode=mode, matrix=matrix, gap_open=gap_open,
                      gap_extend=gap_extend, match=match, mismatch=mismatch,
                      alphabet=alphabet, backend=backend, threads=1)

@@ -49,7 +49,9 @@ class PairAlignment:
             raise ValueError("no alignment: the run was score-only (traceback=False)")
         if not self.cigar:
             raise ValueError("empty alignment (local score 0): no path")
-        return PairAlignPath.from_cigar(self.cigar, starts=[self.query_begin, self.target_begin])
+        # scikit-bio reads I as a gap in the first sequence; ours consumes the query
+        mirrored = self.cigar.translate(str.maketrans("ID", "DI"))
+        return PairAlignPath.from_cigar(mirrored, starts=[self.query_begin, self.target_begin])
 
 
 class AlignmentResult:

@@ -119,6 +119,10 @@ class Scoring:
         gap_open, gap_extend = int(gap_open), int(gap_extend)
         if gap_open < 0 or gap_extend < 0:
             raise OptionError(f"gap costs must be >= 0 (got open {gap_open}, extend {gap_extend})")
+        if gap_open < gap_extend:
+            raise OptionError(
+                f"gap open ({gap_open}) must be at least gap extend ({gap_extend}): a gap "
+                f"of length k costs open + (k - 1) * extend, and opening is the first position")
         if gap_open >= INT32_LIMIT // 4 or gap_extend >= INT32_LIMIT // 4:
             raise OptionError("gap costs too large")
         return cls(np.ascontiguousarray(scores, dtype=np.int32), letters, gap_open,
