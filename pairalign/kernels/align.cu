@@ -38,7 +38,7 @@ __device__ __forceinline__ bool earlier(int i, int j, int bi, int bj) {
 }
 
 template <int mode, bool want_tb>
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(256, 4)
 fill(
      const unsigned char* __restrict__ codes, const long long* __restrict__ offsets,
      const int* __restrict__ pair_row, const int* __restrict__ pair_col, const int npairs,
@@ -87,11 +87,19 @@ fill(
         }
         int diag0 = bnd_h[0];  // H[i0][0]
         bnd_h[0] = (SCORE)((mode == GLOBAL) ? gap_boundary(i0 + STRIPE, go, ge) : 0);
+        // the next column's inputs are loaded one column ahead: their latency
+        // (L2, and L1 for the target) hides behind this column's arithmetic
+        int bc_next = b[0], hup_next = bnd_h[32], fup_next = bnd_f[32];
         for (int j = 1; j <= m; ++j) {
-            const int bc = b[j - 1];
+            const int bc = bc_next;
             const int bidx = j * 32;
-            int hup = bnd_h[bidx];
-            int fup = bnd_f[bidx];
+            int hup = hup_next;
+            int fup = fup_next;
+            if (j < m) {
+                bc_next = b[j];
+                hup_next = bnd_h[bidx + 32];
+                fup_next = bnd_f[bidx + 32];
+            }
             int diag = diag0;
             diag0 = hup;
             unsigned int word = 0;
