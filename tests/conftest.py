@@ -24,7 +24,10 @@ import pytest
 from pairalign.cigar import parse_cigar, rescore
 from pairalign.kernels.conventions import OP_DEL, OP_INS, OP_MATCH, OP_MISMATCH
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+_ROOT = Path(__file__).resolve().parents[1]
+#: shared/ beside the repository (CI, developers), or a copy inside it (device runs)
+DATA = next((d for d in (_ROOT.parent / "shared" / "data", _ROOT / "shared" / "data")
+             if d.is_dir()), _ROOT.parent / "shared" / "data")
 
 #: Residue letters of the 20 amino acids.
 AMINO = "ACDEFGHIKLMNPQRSTVWY"

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -12,16 +10,6 @@ from pairalign.backends import gpu_available
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not gpu_available(), reason="CuPy sees no CUDA device")]
-
-_ROOT = Path(__file__).resolve().parents[1]
-DATA = next((d for d in (_ROOT.parent / "shared" / "data", _ROOT / "shared" / "data")
-             if d.exists()), _ROOT.parent / "shared" / "data")
-
-
-@pytest.fixture
-def data_dir():
-    return DATA
-
 
 FIELDS = ("query", "target", "score", "query_begin", "query_end", "target_begin",
           "target_end", "identities", "length", "op_offsets", "op_code", "op_len")
