@@ -8,7 +8,11 @@ their ``(o, e)`` is our ``(o + e, e)``.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import tempfile
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -157,18 +161,37 @@ class Scoring:
         return int(self.matrix[self.encode(x)[0], self.encode(y)[0]])
 
 
+def _cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "pairalign" / "matrices"
+
+
 def _named_matrix(name: str) -> tuple[np.ndarray, str]:
+    """A matrix by name from scikit-bio, kept in a user cache after the first read:
+    importing scikit-bio takes longer than a small all-vs-all run."""
+    key = name.upper()
+    if key not in MATRIX_NAMES:
+        raise OptionError(f"unknown matrix {name!r}: expected one of {', '.join(MATRIX_NAMES)}")
+    cached = _cache_dir() / f"{key}.npz"
+    try:
+        with np.load(cached) as data:
+            return data["scores"].astype(np.int32), str(data["letters"])
+    except (OSError, KeyError, ValueError):
+        pass
     from skbio.sequence import SubstitutionMatrix
 
-    try:
-        sm = SubstitutionMatrix.by_name(name.upper())
-    except ValueError:
-        raise OptionError(
-            f"unknown matrix {name!r}: expected one of {', '.join(MATRIX_NAMES)}") from None
+    sm = SubstitutionMatrix.by_name(key)
     scores = np.asarray(sm.scores)
     if not np.all(scores == np.round(scores)):
         raise OptionError(f"matrix {name} has non-integer scores")
-    return scores.astype(np.int32), "".join(sm.alphabet)
+    scores, letters = scores.astype(np.int32), "".join(sm.alphabet)
+    with contextlib.suppress(OSError):  # a read-only home only costs the next start
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=cached.parent, suffix=".npz")
+        with os.fdopen(fd, "wb") as handle:
+            np.savez(handle, scores=scores, letters=np.array(letters))
+        os.replace(tmp, cached)
+    return scores, letters
 
 
 def _lookup(letters: str, accepted: str, fallback: dict[str, str]) -> np.ndarray:
