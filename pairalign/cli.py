@@ -1,4 +1,24 @@
-"""The ``pairalign`` command line."""
+"""The ``pairalign`` command line (also ``python -m pairalign``).
+
+Examples
+--------
+>>> from click.testing import CliRunner
+>>> fasta = ">a\\nHEAGAWGHEE\\n>b\\nPAWHEAE\\n>c\\nHEAGAWGHEE\\n"
+>>> res = CliRunner().invoke(main, ["all-vs-all", "-", "--no-traceback"], input=fasta)
+>>> res.exit_code
+0
+>>> print(res.stdout, end="")
+query	target	score	query_end	target_end
+a	b	17	3	6
+a	c	62	10	10
+b	c	17	6	3
+>>> res = CliRunner().invoke(main, ["all-vs-all", "-", "--gap-open", "1", "--gap-extend", "2"],
+...                          input=fasta)
+>>> res.exit_code, res.stderr.count("\\n")
+(2, 1)
+>>> res.stderr.startswith("pairalign: error: gap open (1) must be at least gap extend (2)")
+True
+"""
 
 from __future__ import annotations
 
@@ -6,55 +26,201 @@ import click
 
 from . import __version__
 from .api import align_all
-from .cli_options import handle_errors, parse_devices, run_options, scoring_options
+from .cli_options import (OneLineErrorGroup, handle_errors, run_kwargs, run_options,
+                          scoring_kwargs, scoring_options)
+from .errors import OptionError
 from .output import atomic_output, filter_pairs, write_npy, write_tsv
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="pairalign")
+@click.group(cls=OneLineErrorGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "-V", "--version", prog_name="pairalign")
 def main() -> None:
-    """Exact pairwise alignment of many sequences, on GPUs or CPUs."""
+    """Exact pairwise alignment of many sequences (global, semiglobal or local;
+    affine gaps; any substitution matrix), on GPUs or CPUs.
+
+    Bad input or options: one line on stderr and exit status 2.
+    """
+
+
+def _check_output_options(output: str, fmt: str, no_traceback: bool, cigar_m: bool,
+                          min_score, min_identity) -> None:
+    """Refuse option combinations that cannot work before any time is spent."""
+    if fmt == "npy":
+        if output == "-":
+            raise OptionError("--format npy needs a file: give -o PATH")
+        tsv_only = [name for name, given in (("--min-score", min_score is not None),
+                                             ("--min-identity", min_identity is not None),
+                                             ("--cigar-m", cigar_m)) if given]
+        if tsv_only:
+            raise OptionError(f"{', '.join(tsv_only)}: for --format tsv only "
+                              f"(npy holds every pair's score)")
+    if min_identity is not None and no_traceback:
+        raise OptionError("--min-identity needs alignments: drop --no-traceback")
 
 
 @main.command("all-vs-all")
 @click.argument("input", metavar="INPUT")
-@click.option("-o", "--output", default="-", show_default=True,
-              help="Output file ('-' for standard output).")
+@click.option("-o", "--output", default="-", show_default=True, metavar="PATH",
+              help="Output file ('-': standard output). Written to a temporary file "
+                   "beside it and renamed when complete.")
 @click.option("--format", "fmt", type=click.Choice(["tsv", "npy"]), default="tsv",
-              show_default=True, help="tsv: one line per pair; npy: the score matrix.")
-@scoring_options()
-@click.option("--no-traceback", is_flag=True, help="Scores and end positions only.")
+              show_default=True,
+              help="tsv: one line per pair; npy: the n x n int32 score matrix "
+                   "(numpy .npy; needs -o PATH; aligns scores only).")
+@scoring_options
+@click.option("--no-traceback", is_flag=True,
+              help="Scores and end positions only (faster; TSV columns query target "
+                   "score query_end target_end).")
 @click.option("--cigar-m", is_flag=True, help="Write M for matches and mismatches, not =/X.")
-@click.option("--min-score", type=int, default=None, help="Keep pairs scoring at least this.")
-@click.option("--min-identity", type=click.FloatRange(0, 1), default=None,
-              help="Keep pairs whose identity (identical columns / alignment length) "
-                   "is at least this.")
+@click.option("--min-score", type=int, default=None, metavar="INT",
+              help="Keep the pairs scoring at least this.")
+@click.option("--min-identity", type=click.FloatRange(0, 1), default=None, metavar="FRACTION",
+              help="Keep the pairs whose identity (identical columns / alignment "
+                   "columns, 0 to 1) is at least this.")
 @run_options
 @handle_errors
-def all_vs_all(input, output, fmt, mode, matrix, match, mismatch, gap_open, gap_extend,
-               alphabet, no_traceback, cigar_m, min_score, min_identity, backend, threads,
-               devices, max_memory, window, quiet) -> None:
-    """Align every pair of sequences of INPUT (FASTA or FASTQ, plain or gzip, '-'
-    for standard input).
+def all_vs_all(input, output, fmt, no_traceback, cigar_m, min_score, min_identity,
+               **params) -> None:
+    """Align every pair of sequences of INPUT (FASTA or FASTQ, plain or gzip;
+    '-' for standard input).
 
     \b
-    TSV columns: query target score identity length query_start query_end
-    target_start target_end cigar (starts 0-based, ends exclusive; the CIGAR
-    covers query[query_start:query_end] against target[target_start:target_end],
-    I consuming the query). Each pair i < j appears once, in input order, from
-    i's side. With --no-traceback: query target score query_end target_end.
+    TSV columns, one line per pair i < j in input order, from i's side:
+      query target score identity length query_start query_end
+      target_start target_end cigar
+    Starts are 0-based, ends exclusive; identity is identical columns /
+    alignment length with 4 decimals; the CIGAR covers
+    query[query_start:query_end] against target[target_start:target_end]
+    (= match, X mismatch, I consumes the query, D the target; empty for an
+    empty local alignment).
     """
-    result = align_all(input, mode=mode, matrix=matrix, match=match, mismatch=mismatch,
-                       gap_open=gap_open, gap_extend=gap_extend, alphabet=alphabet,
-                       traceback=not no_traceback, backend=backend, threads=threads,
-                       devices=parse_devices(devices), max_memory=max_memory,
-                       window=window)
-    if fmt == "npy":
-        write_npy(output, result)
-        return
-    batch = filter_pairs(result.pairs, min_score, min_identity)
-    with atomic_output(output) as handle:
-        write_tsv(handle, result, batch, use_m=cigar_m)
+    _check_output_options(output, fmt, no_traceback, cigar_m, min_score, min_identity)
+    with atomic_output(output) as handle:  # an unwritable -o fails before aligning
+        result = align_all(input, traceback=not no_traceback and fmt == "tsv",
+                           **scoring_kwargs(params), **run_kwargs(params))
+        if fmt == "npy":
+            write_npy(handle, result)
+        else:
+            write_tsv(handle, result, filter_pairs(result.pairs, min_score, min_identity),
+                      use_m=cigar_m)
+
+
+
+# ---------------------------------------------------------------------------------
+# pipelines: guide trees, read overlaps, query-against-targets search
+# ---------------------------------------------------------------------------------
+
+_SCORING_NAMES = ("mode", "matrix", "match", "mismatch", "gap_open", "gap_extend", "alphabet")
+_RUN_NAMES = ("backend", "threads", "devices", "max_memory", "window")
+
+
+def _pipeline_kwargs(params: dict) -> dict:
+    """Scoring and run options of a pipeline command as ``align_*`` arguments."""
+    from .cli_options import parse_devices as _parse_devices
+
+    out = {name: params.pop(name) for name in _SCORING_NAMES + _RUN_NAMES if name in params}
+    if isinstance(out.get("devices"), str):
+        out["devices"] = _parse_devices(out["devices"])
+    quiet = params.pop("quiet", True)
+    try:
+        from .cli_options import progress_reporter
+    except ImportError:
+        progress_reporter = None
+    if progress_reporter is not None:
+        out["progress"] = progress_reporter(quiet)
+    return out
+
+
+@main.command("tree")
+@click.argument("input", metavar="INPUT")
+@click.option("-o", "--output", default="-", show_default=True, metavar="PATH",
+              help="Newick guide tree ('-': standard output), written atomically.")
+@click.option("--distances", default=None, metavar="PATH",
+              help="Also write the distance matrix here (relaxed PHYLIP, square).")
+@click.option("--method", type=click.Choice(["upgma", "nj"]), default="upgma",
+              show_default=True,
+              help="UPGMA or neighbour joining (rooted at the midpoint), by scikit-bio.")
+@click.option("--distance", type=click.Choice(["identity", "kimura", "score"]),
+              default="identity", show_default=True,
+              help="identity: 1 - identical columns / alignment columns; kimura: "
+                   "-ln(1 - p - 0.2 p^2) of that p, capped at 5; score: "
+                   "1 - S_ij / min(S_ii, S_jj) with S_ii the ungapped self score.")
+@scoring_options(default_mode="global")
+@run_options
+@handle_errors
+def tree_command(input, output, distances, method, distance, **params) -> None:
+    """Guide tree (Newick) and distances (PHYLIP) of the sequences of INPUT,
+    for progressive multiple alignment, e.g.
+    clustalo -i INPUT --guidetree-in guide.nwk.
+
+    Tip names are the FASTA ids, verbatim (quoted only when they hold Newick's
+    special characters, as Clustal Omega reads them).
+    """
+    from .pipelines.tree import guide_tree, write_distances, write_newick
+
+    dm, tree = guide_tree(input, method=method, distance=distance,
+                          **_pipeline_kwargs(params))
+    if distances is not None:
+        write_distances(distances, dm)
+    write_newick(output, tree)
+
+
+@main.command("overlap")
+@click.argument("reads", metavar="READS")
+@click.option("-o", "--output", default="-", show_default=True, metavar="PATH",
+              help="PAF output ('-': standard output), written atomically.")
+@click.option("--min-overlap", type=click.IntRange(min=0), default=100, show_default=True,
+              help="Minimum aligned length, on the shorter side.")
+@click.option("--min-identity", type=click.FloatRange(0, 1), default=0.8,
+              show_default=True, help="Minimum identity (identical / alignment columns).")
+@scoring_options(default_mode="semiglobal")
+@run_options
+@handle_errors
+def overlap_command(reads, output, min_overlap, min_identity, **params) -> None:
+    """Overlaps between the DNA reads of READS, on both strands, as PAF.
+
+    Every pair of reads is aligned semiglobally with the other read and with
+    its reverse complement; the better strand is kept, classified as overlap
+    (suffix-prefix) or containment. PAF: minimap2's 12 columns (target
+    coordinates on the forward strand), then tp:A:S, AS:i:score and cg:Z:CIGAR.
+    """
+    from .pipelines.overlap import overlap_table, write_paf
+
+    kwargs = _pipeline_kwargs(params)
+    if kwargs.pop("mode") != "semiglobal":
+        raise OptionError("overlap: alignments are semiglobal (drop --mode)")
+    table = overlap_table(reads, min_overlap=min_overlap, min_identity=min_identity,
+                          **kwargs)
+    write_paf(output, table)
+
+
+@main.command("search")
+@click.argument("queries", metavar="QUERIES")
+@click.argument("targets", metavar="TARGETS")
+@click.option("-o", "--output", default="-", show_default=True, metavar="PATH",
+              help="Output file ('-': standard output), written atomically.")
+@click.option("--top", type=click.IntRange(min=1), default=None, metavar="K",
+              help="Keep the K best targets per query (by score; ties: target order).")
+@click.option("--format", "fmt", type=click.Choice(["blast6", "tsv"]), default="blast6",
+              show_default=True,
+              help="blast6: BLAST tabular (outfmt 6; evalue NaN, bitscore = raw score); "
+                   "tsv: pairalign's TSV with CIGAR.")
+@scoring_options(default_mode="local")
+@run_options
+@handle_errors
+def search_command(queries, targets, output, top, fmt, **params) -> None:
+    """Align every query of QUERIES with every target of TARGETS.
+
+    \b
+    blast6 columns: qseqid sseqid pident length mismatch gapopen qstart qend
+    sstart send evalue bitscore (1-based, inclusive). E-values and bit scores
+    are not computed: evalue is NaN and bitscore holds the raw score.
+    Hits per query: highest score first, ties in target input order.
+    """
+    from .pipelines.search import search, write_blast6, write_search_tsv
+
+    result, hits = search(queries, targets, top=top, **_pipeline_kwargs(params))
+    (write_blast6 if fmt == "blast6" else write_search_tsv)(output, result, hits)
 
 
 if __name__ == "__main__":

@@ -1,24 +1,151 @@
-"""Click options shared by pairalign's commands, and their error handling."""
+"""Click options shared by pairalign's commands, and their error handling.
+
+A command reuses the scoring and run options and the error policy like this::
+
+    @main.command("search")
+    @click.argument("queries")
+    @click.argument("targets")
+    @scoring_options
+    @run_options
+    @handle_errors
+    def search(queries, targets, **params):
+        result = align_many(queries, targets, **scoring_kwargs(params),
+                            **run_kwargs(params))
+
+Error policy (:func:`handle_errors` inside a command, :class:`OneLineErrorGroup`
+for click's own usage errors): bad input or options give ONE line on stderr,
+``pairalign: error: <message>``, and exit status 2; Ctrl-C exits 130; a reader
+of standard output that goes away (``pairalign ... | head``) ends the run
+quietly with status 141 (128 + SIGPIPE, what a shell reports for ``yes | head``);
+other I/O errors (disk full) give one line and status 1.
+"""
 
 from __future__ import annotations
 
 import functools
+import os
 import sys
+import time
+from typing import Callable, NoReturn
 
 import click
 
+from .engine import parse_memory
 from .errors import PairAlignError
 from .kernels.conventions import MODES
-from .scoring import MATRIX_NAMES
+from .scoring import DNA_DEFAULTS, MATRIX_NAMES, PROTEIN_DEFAULTS
+
+#: Exit statuses.
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141
+
+#: Parameter names the option groups add (and :func:`scoring_kwargs` /
+#: :func:`run_kwargs` take back out of a command's keyword arguments).
+SCORING_PARAMS = ("mode", "matrix", "match", "mismatch", "gap_open", "gap_extend", "alphabet")
+RUN_PARAMS = ("backend", "threads", "devices", "max_memory", "window", "quiet")
 
 GAP_HELP = (
-    "A gap of length k costs OPEN + (k - 1) * EXTEND (parasail, EMBOSS and Biopython's "
-    "convention). BLAST's -gapopen o -gapextend e and scikit-bio pair_align's "
-    "gap_cost=(o, e) charge o + k * e: pass --gap-open o+e --gap-extend e "
-    "(BLAST's 11/1 is 12/1 here).")
+    "A gap of length k costs OPEN + (k - 1) * EXTEND (the convention of parasail, "
+    "EMBOSS and Biopython). BLAST's -gapopen o -gapextend e and scikit-bio "
+    "pair_align's gap_cost=(o, e) charge o + k * e: pass --gap-open o+e "
+    "--gap-extend e (BLAST's 11/1 is --gap-open 12 --gap-extend 1).")
 
 
-def _compose(*decorators):
+# ---------------------------------------------------------------------------------
+# errors
+# ---------------------------------------------------------------------------------
+
+
+def _one_line(message: str) -> str:
+    return " ".join(str(message).split("\n")).strip()
+
+
+def say(message: str) -> None:
+    """``pairalign: <message>`` as one line on stderr."""
+    click.echo(f"pairalign: {_one_line(message)}", err=True)
+
+
+def fail(message: str, status: int = EXIT_USAGE) -> NoReturn:
+    """``pairalign: error: <message>`` on stderr and exit (status 2 by default)."""
+    say(f"error: {message}")
+    sys.exit(status)
+
+
+def _quiet_broken_pipe() -> NoReturn:
+    # Point stdout at /dev/null, so that the interpreter's final flush of what is
+    # still buffered does not raise again (and print "Exception ignored ...").
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # not a real file (tests)
+        pass
+    sys.exit(EXIT_BROKEN_PIPE)
+
+
+def handle_errors(f: Callable) -> Callable:
+    """Decorate a command's body with pairalign's error policy.
+
+    :class:`~pairalign.errors.PairAlignError` (``InputError``, ``OptionError``)
+    gives one line ``pairalign: error: <message>`` on stderr and exit status 2;
+    ``KeyboardInterrupt`` exits 130 (after the ``with`` blocks it crossed,
+    :func:`~pairalign.output.atomic_output` among them, have cleaned up); a
+    broken pipe on stdout exits 141 without a word; ``MemoryError`` and other
+    ``OSError`` (disk full) one line and status 2 and 1. Other exceptions are
+    bugs and keep their traceback.
+    """
+    @functools.wraps(f)
+    def wrapper(*args, **kwargs):
+        try:
+            return f(*args, **kwargs)
+        except PairAlignError as err:
+            fail(str(err))
+        except KeyboardInterrupt:
+            say("interrupted")
+            sys.exit(EXIT_INTERRUPTED)
+        except BrokenPipeError:
+            _quiet_broken_pipe()
+        except MemoryError:
+            fail("out of memory: lower --max-memory, or use --no-traceback")
+        except OSError as err:
+            where = f": {err.filename}" if getattr(err, "filename", None) else ""
+            fail(f"{err.strerror or err}{where}", status=1)
+    return wrapper
+
+
+class OneLineErrorGroup(click.Group):
+    """A click group whose usage errors (unknown option, bad value, missing
+    argument) are one line ``pairalign: error: ...`` and exit status 2, like
+    the errors :func:`handle_errors` reports; ``--help`` is unchanged."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True,
+             **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.exceptions.NoArgsIsHelpError as err:  # bare `pairalign`: the help
+            err.show()
+            sys.exit(err.exit_code)
+        except click.UsageError as err:
+            hint = f" (see '{err.ctx.command_path} --help')" if err.ctx is not None else ""
+            fail(err.format_message() + hint, EXIT_USAGE)
+        except click.ClickException as err:
+            fail(err.format_message(), err.exit_code)
+        except click.Abort:  # Ctrl-C outside a command body
+            sys.exit(EXIT_INTERRUPTED)
+        except BrokenPipeError:
+            _quiet_broken_pipe()
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+# ---------------------------------------------------------------------------------
+# option groups
+# ---------------------------------------------------------------------------------
+
+
+def _compose(decorators):
     def apply(f):
         for d in reversed(decorators):
             f = d(f)
@@ -26,72 +153,140 @@ def _compose(*decorators):
     return apply
 
 
-def scoring_options(default_mode: str = "local"):
-    """--mode, --matrix, --match/--mismatch, --gap-open/--gap-extend, --alphabet."""
-    return _compose(
-        click.option("--mode", type=click.Choice(list(MODES)), default=default_mode,
-                     show_default=True,
-                     help="global (Needleman-Wunsch), semiglobal (end gaps free: "
-                          "overlaps) or local (Smith-Waterman)."),
-        click.option("--matrix", type=click.Choice(MATRIX_NAMES, case_sensitive=False),
-                     default=None, help="Substitution matrix [protein: BLOSUM62; DNA: "
-                                        "--match/--mismatch unless given]."),
-        click.option("--match", type=int, default=None, help="DNA match score [2]."),
-        click.option("--mismatch", type=int, default=None, help="DNA mismatch score [-3]."),
-        click.option("--gap-open", type=int, default=None,
-                     help="Cost of a gap's first position [protein 11, DNA 5]. " + GAP_HELP),
-        click.option("--gap-extend", type=int, default=None,
-                     help="Cost of each further gap position [protein 1, DNA 2]."),
-        click.option("--alphabet", type=click.Choice(["protein", "dna"]), default=None,
-                     help="Force the alphabet [detected from the residues]."),
-    )
+def _matrix_name(ctx, param, value):
+    if value is None:
+        return None
+    names = {n.upper(): n for n in MATRIX_NAMES}
+    if value.upper() not in names:
+        raise click.BadParameter(f"unknown matrix {value!r}: expected one of "
+                                 f"{', '.join(MATRIX_NAMES)}")
+    return names[value.upper()]
 
 
-def run_options(f):
-    """--backend, --threads, --devices, --max-memory, --window, --quiet."""
-    return _compose(
-        click.option("--backend", type=click.Choice(["auto", "cpu", "gpu"]), default="auto",
-                     show_default=True, help="auto takes the GPU when CuPy sees one."),
-        click.option("--threads", type=click.IntRange(min=1), default=None,
-                     help="CPU cores to use [all]."),
-        click.option("--devices", type=str, default=None, metavar="0,1,...",
-                     help="GPU ordinals to use [the first]."),
-        click.option("--max-memory", default="4G", show_default=True,
-                     help="Memory budget for working buffers (e.g. 512M, 8G)."),
-        click.option("--window", type=click.IntRange(min=16), default=None,
-                     help="Window width in pairs, a multiple of 16 [sized from memory]."),
-        click.option("--quiet", "-q", is_flag=True, help="No progress on stderr."),
-    )(f)
+def _memory(ctx, param, value):
+    try:
+        return parse_memory(value)
+    except PairAlignError as err:
+        raise click.BadParameter(str(err)) from None
+
+
+def _devices(ctx, param, value):
+    return None if value is None else parse_devices(value)
+
+
+def _window(ctx, param, value):
+    if value is not None and (value <= 0 or value % 16):
+        raise click.BadParameter(f"the window width must be a positive multiple of 16, "
+                                 f"got {value}")
+    return value
 
 
 def parse_devices(text: str | None) -> list[int] | None:
+    """GPU ordinals from ``"0,1"``.
+
+    >>> parse_devices("0, 2")
+    [0, 2]
+    """
     if text is None:
         return None
     try:
-        return [int(x) for x in text.split(",") if x.strip()]
+        out = [int(x) for x in text.split(",")]
     except ValueError:
-        raise click.BadParameter(f"expected GPU ordinals like 0,1 — got {text!r}",
-                                 param_hint="--devices") from None
+        raise click.BadParameter(f"expected GPU ordinals like 0,1, got {text!r}",
+                                 param_hint="'--devices'") from None
+    if any(d < 0 for d in out) or len(set(out)) != len(out):
+        raise click.BadParameter(f"expected distinct GPU ordinals >= 0, got {text!r}",
+                                 param_hint="'--devices'")
+    return out
 
 
-def handle_errors(f):
-    """One line on stderr and exit status 2 for bad input or options; 130 on Ctrl-C;
-    quiet exit when the reader of stdout goes away."""
-    @functools.wraps(f)
-    def wrapper(*args, **kwargs):
-        try:
-            return f(*args, **kwargs)
-        except PairAlignError as err:
-            click.echo(f"pairalign: error: {err}", err=True)
-            sys.exit(2)
-        except KeyboardInterrupt:
-            click.echo("pairalign: interrupted", err=True)
-            sys.exit(130)
-        except BrokenPipeError:
-            sys.stderr.close()
-            sys.exit(0)
-        except MemoryError:
-            click.echo("pairalign: error: out of memory: lower --max-memory or use "
-                       "--no-traceback", err=True)
-            sys.exit(2)
-    return wrapper
+def scoring_options(f: Callable | None = None, *, default_mode: str = "local"):
+    """--mode, --matrix, --match/--mismatch, --gap-open/--gap-extend, --alphabet.
+
+    Use as ``@scoring_options`` or ``@scoring_options(default_mode="global")``;
+    :func:`scoring_kwargs` turns the parameters into ``align_*`` arguments.
+    """
+    p, d = PROTEIN_DEFAULTS, DNA_DEFAULTS
+    decorate = _compose([
+        click.option("--mode", type=click.Choice(list(MODES)), default=default_mode,
+                     show_default=True,
+                     help="global (Needleman-Wunsch), semiglobal (end gaps free on both "
+                          "sequences: overlaps) or local (Smith-Waterman)."),
+        click.option("--matrix", metavar="NAME", default=None, callback=_matrix_name,
+                     help=f"Substitution matrix: {', '.join(MATRIX_NAMES)} (any case). "
+                          f"[default: protein {p['matrix']}; DNA --match/--mismatch]"),
+        click.option("--match", type=int, default=None,
+                     help=f"DNA match score (DNA only). [default: {d['match']}]"),
+        click.option("--mismatch", type=int, default=None,
+                     help=f"DNA mismatch score (DNA only). [default: {d['mismatch']}]"),
+        click.option("--gap-open", type=click.IntRange(min=0), default=None, metavar="OPEN",
+                     help="Cost of a gap's first position. " + GAP_HELP +
+                          f" [default: protein {p['gap_open']}, DNA {d['gap_open']}]"),
+        click.option("--gap-extend", type=click.IntRange(min=0), default=None,
+                     metavar="EXTEND",
+                     help="Cost of each further gap position (see --gap-open). "
+                          f"[default: protein {p['gap_extend']}, DNA {d['gap_extend']}]"),
+        click.option("--alphabet", type=click.Choice(["protein", "dna"]), default=None,
+                     help="Force the alphabet. [default: detected from the residues]"),
+    ])
+    return decorate if f is None else decorate(f)
+
+
+def run_options(f: Callable | None = None):
+    """--backend, --threads, --devices, --max-memory, --window, --quiet.
+
+    Use as ``@run_options``; :func:`run_kwargs` turns the parameters into
+    ``align_*`` arguments.
+    """
+    decorate = _compose([
+        click.option("--backend", type=click.Choice(["auto", "cpu", "gpu"]), default="auto",
+                     show_default=True, help="auto takes the GPU when CuPy sees one."),
+        click.option("--threads", type=click.IntRange(min=1), default=None,
+                     help="CPU cores to use. [default: all]"),
+        click.option("--devices", metavar="0,1,...", default=None, callback=_devices,
+                     help="GPU ordinals to use. [default: the first]"),
+        click.option("--max-memory", metavar="SIZE", default="4G", show_default=True,
+                     callback=_memory,
+                     help="Budget for working buffers, e.g. 512M, 8G."),
+        click.option("--window", type=int, default=None, callback=_window,
+                     help="Window width in pairs, a multiple of 16. "
+                          "[default: sized from --max-memory]"),
+        click.option("--quiet", "-q", is_flag=True,
+                     help="No progress on stderr (shown only on a terminal)."),
+    ])
+    return decorate if f is None else decorate(f)
+
+
+def scoring_kwargs(params: dict) -> dict:
+    """Take the scoring options out of ``params``: keyword arguments for
+    :func:`pairalign.align_all` / :func:`pairalign.align_many`."""
+    return {name: params.pop(name) for name in SCORING_PARAMS}
+
+
+def run_kwargs(params: dict) -> dict:
+    """Take the run options out of ``params``: keyword arguments for
+    :func:`pairalign.align_all` / :func:`pairalign.align_many`, progress included."""
+    out = {name: params.pop(name) for name in RUN_PARAMS}
+    out["progress"] = progress_reporter(out.pop("quiet"))
+    return out
+
+
+def progress_reporter(quiet: bool = False, stream=None):
+    """A ``progress(done, total)`` callback writing one updating line to a
+    terminal's stderr (at most twice a second), or None when quiet or when
+    stderr is not a terminal (logs and pipes get no progress)."""
+    stream = sys.stderr if stream is None else stream
+    if quiet or not getattr(stream, "isatty", lambda: False)():
+        return None
+    last = [0.0]
+
+    def report(done: int, total: int) -> None:
+        now = time.monotonic()
+        if done < total and now - last[0] < 0.5:
+            return
+        last[0] = now
+        end = "\n" if done >= total else ""
+        stream.write(f"\rpairalign: aligned {done:,} of {total:,} pairs "
+                     f"({100 * done / max(total, 1):.0f}%){end}")
+        stream.flush()
+    return report

@@ -1,4 +1,22 @@
-"""Writing results: TSV lines and the score matrix, each file appearing atomically."""
+"""Writing results: TSV lines and the score matrix, each file appearing atomically.
+
+The TSV writer never loops over pairs in Python: a numba formatter builds the
+lines of a chunk of pairs (:data:`CHUNK` at a time) into one byte buffer, from
+the ids as one concatenated buffer with offsets, the integer columns, and the
+CIGARs of :func:`pairalign.cigar.format_cigars`. Every number is formatted with
+integer arithmetic, so the output is byte-identical on every machine, backend,
+thread count and window size.
+
+Examples
+--------
+>>> import io, pairalign
+>>> res = pairalign.align_all(["HEAGAWGHEE", "PAWHEAE", "HEAGAWGHEE"])
+>>> buf = io.BytesIO()
+>>> write_tsv(buf, res, filter_pairs(res.pairs, min_score=20))
+>>> print(buf.getvalue().decode(), end="")
+query	target	score	identity	length	query_start	query_end	target_start	target_end	cigar
+seq1	seq3	62	1.0000	10	0	10	0	10	10=
+"""
 
 from __future__ import annotations
 
@@ -16,22 +34,55 @@ from .errors import OptionError
 from .pairs import PairBatch
 from .results import AlignmentResult
 
+#: Columns of a TSV line with traceback.
 TSV_COLUMNS = ("query", "target", "score", "identity", "length", "query_start",
                "query_end", "target_start", "target_end", "cigar")
+#: Columns of a TSV line without traceback (``--no-traceback``).
 TSV_SCORE_ONLY = ("query", "target", "score", "query_end", "target_end")
 
 #: Pairs formatted per chunk: bounds the text held in memory at once.
 CHUNK = 100_000
+
+#: Bytes a line may need besides the two ids and the CIGAR: six integers of at
+#: most 11 characters (int32 with its sign), the identity (6) and 10 separators.
+_LINE_FIXED = 6 * 11 + 6 + 10
+
+
+def _default_mode() -> int:
+    """The permissions a new file gets under the current umask (0o666 & ~umask)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
 
 
 @contextlib.contextmanager
 def atomic_output(path: str | os.PathLike) -> Iterator[BinaryIO]:
     """A binary handle whose file appears under ``path`` only once complete.
 
-    The data go to a temporary file in the same folder, which is synced and
-    renamed over ``path`` on success, and removed on any error (an interrupt
-    too): an interrupted run leaves no half-written file that looks complete.
-    ``"-"`` writes to standard output.
+    The data go to a temporary file in the same folder (``.NAME.XXXX.part``),
+    which is flushed, synced and renamed over ``path`` on success, and removed
+    on any exception (``KeyboardInterrupt`` included), which is re-raised: no
+    half-written file that looks complete ever exists, and an existing file at
+    ``path`` is left as it was. The file gets the permissions of a newly created
+    one (``0o666 & ~umask``). ``"-"`` writes to standard output (binary).
+
+    Raises
+    ------
+    OptionError
+        If the temporary file cannot be created (no such folder, no permission):
+        entered before a long computation, this fails early.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> target = os.path.join(folder, "out.txt")
+    >>> with atomic_output(target) as handle:
+    ...     _ = handle.write(b"partial")
+    ...     [name.endswith(".part") for name in os.listdir(folder)]  # not there yet
+    [True]
+    >>> open(target, "rb").read(), os.listdir(folder)
+    (b'partial', ['out.txt'])
     """
     if str(path) == "-":
         yield sys.stdout.buffer
@@ -39,40 +90,87 @@ def atomic_output(path: str | os.PathLike) -> Iterator[BinaryIO]:
         return
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".part")
     try:
-        with os.fdopen(fd, "wb") as handle:
-            yield handle
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
+        tmp = tempfile.NamedTemporaryFile(dir=folder, prefix=f".{os.path.basename(path)}.",
+                                          suffix=".part", delete=False)
+    except OSError as exc:
+        raise OptionError(f"cannot write {path}: {exc.strerror or exc}") from None
+    try:
+        with tmp:
+            os.fchmod(tmp.fileno(), _default_mode())
+            yield tmp
+            tmp.flush()
+            os.fsync(tmp.fileno())
+        os.replace(tmp.name, path)
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp.name)
         raise
+    with contextlib.suppress(OSError):  # make the rename itself durable
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def filter_pairs(batch: PairBatch, min_score: int | None = None,
                  min_identity: float | None = None) -> PairBatch:
-    """The pairs scoring at least ``min_score`` with identity at least ``min_identity``."""
+    """The pairs scoring at least ``min_score`` with identity at least ``min_identity``.
+
+    Identity is ``identities / length`` (0 for an empty alignment), compared
+    exactly: a pair of identity 3/10 passes ``min_identity=0.3``. Vectorised;
+    pairs keep their order.
+
+    Raises
+    ------
+    OptionError
+        ``min_identity`` on score-only results (no alignments), or outside [0, 1].
+
+    Examples
+    --------
+    >>> import pairalign
+    >>> res = pairalign.align_all(["MKVLAAGHW", "MKVLSAGHW", "PPPPPPPPP"], mode="global")
+    >>> res.pairs.score.tolist()
+    [48, -18, -18]
+    >>> kept = filter_pairs(res.pairs, min_identity=0.5)
+    >>> kept.query.tolist(), kept.target.tolist(), kept.identities.tolist(), kept.length.tolist()
+    ([0], [1], [8], [9])
+    """
     keep = np.ones(len(batch), bool)
     if min_score is not None:
         keep &= batch.score >= min_score
     if min_identity is not None:
+        if not 0 <= min_identity <= 1:
+            raise OptionError(f"--min-identity must lie in [0, 1], got {min_identity}")
         if len(batch) and (batch.length < 0).any():
             raise OptionError("--min-identity needs alignments: drop --no-traceback")
-        keep &= batch.identities >= min_identity * np.maximum(batch.length, 1)
+        length = batch.length.astype(np.float64)
+        # identities / length is correctly rounded, so it compares with the float
+        # nearest the threshold exactly as the two fractions compare
+        ident = np.divide(batch.identities, length, out=np.zeros(len(batch)), where=length > 0)
+        keep &= ident >= min_identity
     return batch if keep.all() else batch.take(keep)
 
 
 def identity_ten_thousandths(identities: np.ndarray, length: np.ndarray) -> np.ndarray:
-    """identities / length in units of 1e-4, rounded half up with integers (exact)."""
-    ident = identities.astype(np.int64)
-    ln = length.astype(np.int64)
+    """``identities / length`` in units of 1e-4, rounded half up with integers.
+
+    ``(20000 * identities + length) // (2 * length)``; 0 where ``length`` is 0
+    (or -1: no traceback).
+
+    Examples
+    --------
+    >>> identity_ten_thousandths(np.array([1, 2, 1, 0, 7]), np.array([32, 3, 3, 0, 7])).tolist()
+    [313, 6667, 3333, 0, 10000]
+    """
+    ident = np.asarray(identities, np.int64)
+    ln = np.asarray(length, np.int64)
     return np.where(ln > 0, (20000 * ident + ln) // np.maximum(2 * ln, 1), 0)
 
 
 def _id_buffer(ids: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """All ids (UTF-8) as one byte buffer and ``n + 1`` offsets."""
     raw = [s.encode() for s in ids]
     offsets = np.zeros(len(raw) + 1, np.int64)
     np.cumsum([len(r) for r in raw], out=offsets[1:])
@@ -81,6 +179,7 @@ def _id_buffer(ids: list[str]) -> tuple[np.ndarray, np.ndarray]:
 
 @njit(cache=True, boundscheck=False)
 def _put_int(out, pos, v):
+    """Write the decimal digits of ``v`` (sign first if negative) at ``pos``."""
     if v < 0:
         out[pos] = 45  # '-'
         pos += 1
@@ -106,15 +205,20 @@ def _put_bytes(out, pos, src, start, end):
 
 @njit(cache=True, boundscheck=False)
 def _format_rows(q, t, qbuf, qoff, tbuf, toff, ints, ident, cig, cig_off, full, out):
+    """TSV lines of a chunk of pairs into ``out``; returns the bytes written.
+
+    ``ints[p]`` = score, length, query start, query end, target start, target
+    end; ``ident[p]`` the identity in ten-thousandths; pair ``p``'s CIGAR is
+    ``cig[cig_off[p]:cig_off[p + 1]]``. ``full`` False writes the score-only
+    columns (score, query end, target end).
+    """
     pos = 0
     for p in range(q.shape[0]):
         pos = _put_bytes(out, pos, qbuf, qoff[q[p]], qoff[q[p] + 1])
         out[pos] = 9
-        pos += 1
-        pos = _put_bytes(out, pos, tbuf, toff[t[p]], toff[t[p] + 1])
+        pos = _put_bytes(out, pos + 1, tbuf, toff[t[p]], toff[t[p] + 1])
         out[pos] = 9
-        pos += 1
-        pos = _put_int(out, pos, ints[p, 0])  # score
+        pos = _put_int(out, pos + 1, ints[p, 0])  # score
         if full:
             out[pos] = 9
             v = ident[p]
@@ -131,44 +235,78 @@ def _format_rows(q, t, qbuf, qoff, tbuf, toff, ints, ident, cig, cig_off, full, 
             out[pos] = 9
             pos = _put_bytes(out, pos + 1, cig, cig_off[p], cig_off[p + 1])
         else:
-            for c in (3, 5):  # query end, target end
-                out[pos] = 9
-                pos = _put_int(out, pos + 1, ints[p, c])
+            out[pos] = 9
+            pos = _put_int(out, pos + 1, ints[p, 3])  # query end
+            out[pos] = 9
+            pos = _put_int(out, pos + 1, ints[p, 5])  # target end
         out[pos] = 10
         pos += 1
     return pos
 
 
+def tsv_header(traceback: bool = True) -> bytes:
+    """The TSV header line (with its newline)."""
+    return ("\t".join(TSV_COLUMNS if traceback else TSV_SCORE_ONLY) + "\n").encode()
+
+
 def write_tsv(handle: BinaryIO, result: AlignmentResult, batch: PairBatch | None = None,
               use_m: bool = False) -> None:
-    """One header line, then one line per pair (TSV_COLUMNS, or TSV_SCORE_ONLY
-    without traceback). Starts are 0-based, ends exclusive; identity has four
-    decimals."""
+    """One header line, then one line per pair of ``batch`` (default: all of
+    ``result``'s pairs), in the batch's order.
+
+    Columns (:data:`TSV_COLUMNS`): query, target, score, identity (identical
+    columns / alignment length, 4 decimals, rounded half up; 0.0000 for an empty
+    alignment), length, query_start, query_end, target_start, target_end (starts
+    0-based, ends exclusive) and the CIGAR (``=``/``X``, or ``M`` with
+    ``use_m``; ``I`` consumes the query; empty for an empty local alignment).
+    Score-only results (``result.traceback`` False) give
+    :data:`TSV_SCORE_ONLY`: query, target, score, query_end, target_end.
+    """
     batch = result.pairs if batch is None else batch
-    full = result.traceback
-    handle.write(("\t".join(TSV_COLUMNS if full else TSV_SCORE_ONLY) + "\n").encode())
+    full = bool(result.traceback)
+    handle.write(tsv_header(full))
     qbuf, qoff = _id_buffer(result.ids)
     tbuf, toff = (qbuf, qoff) if result.all_vs_all else _id_buffer(result.target_ids)
-    longest_id = int(max(np.diff(qoff).max(initial=0), np.diff(toff).max(initial=0)))
+    qlen, tlen = np.diff(qoff), np.diff(toff)
+    no_cigar = np.zeros(0, np.uint8)
     for s in range(0, len(batch), CHUNK):
-        part = batch.take(np.arange(s, min(s + CHUNK, len(batch))))
-        ints = np.stack([part.score, part.length, part.query_begin, part.query_end,
-                         part.target_begin, part.target_end], axis=1).astype(np.int64)
-        ident = identity_ten_thousandths(part.identities, part.length)
+        e = min(s + CHUNK, len(batch))
+        q, t = batch.query[s:e].astype(np.int64), batch.target[s:e].astype(np.int64)
+        ints = np.empty((e - s, 6), np.int64)
+        for c, col in enumerate((batch.score, batch.length, batch.query_begin,
+                                 batch.query_end, batch.target_begin, batch.target_end)):
+            ints[:, c] = col[s:e]
         if full:
-            cig, cig_off = format_cigars(part.op_offsets, part.op_code, part.op_len, use_m)
+            ident = identity_ten_thousandths(batch.identities[s:e], batch.length[s:e])
+            o0, o1 = int(batch.op_offsets[s]), int(batch.op_offsets[e])
+            cig, cig_off = format_cigars(batch.op_offsets[s:e + 1] - o0,
+                                         batch.op_code[o0:o1], batch.op_len[o0:o1], use_m)
         else:
-            cig, cig_off = np.zeros(0, np.uint8), np.zeros(len(part) + 1, np.int64)
-        size = len(part) * (2 * longest_id + 6 * 12 + 12) + len(cig)
+            ident = np.zeros(e - s, np.int64)
+            cig, cig_off = no_cigar, np.zeros(e - s + 1, np.int64)
+        size = int(qlen[q].sum() + tlen[t].sum()) + (e - s) * _LINE_FIXED + len(cig)
         out = np.empty(size, np.uint8)
-        end = _format_rows(part.query, part.target, qbuf, qoff, tbuf, toff, ints, ident,
-                           cig, cig_off, full, out)
-        handle.write(out[:end].tobytes())
+        end = _format_rows(q, t, qbuf, qoff, tbuf, toff, ints, ident, cig, cig_off, full, out)
+        handle.write(memoryview(out[:end]))
 
 
-def write_npy(path: str | os.PathLike, result: AlignmentResult) -> None:
-    """The score matrix (int32; n x n for all-vs-all, queries x targets otherwise)."""
-    if str(path) == "-":
+def write_npy(path_or_handle: str | os.PathLike | BinaryIO, result: AlignmentResult) -> None:
+    """The score matrix ``result.scores`` as ``.npy`` (int32; ``n x n`` and
+    symmetric with a zero diagonal for all-vs-all, ``queries x targets``
+    otherwise), to a binary handle or, atomically, to a path.
+
+    Examples
+    --------
+    >>> import io, pairalign
+    >>> buf = io.BytesIO()
+    >>> write_npy(buf, pairalign.align_all(["HEAGAWGHEE", "PAWHEAE"]))
+    >>> np.load(io.BytesIO(buf.getvalue())).tolist()
+    [[0, 17], [17, 0]]
+    """
+    if hasattr(path_or_handle, "write"):
+        np.save(path_or_handle, result.scores)
+        return
+    if str(path_or_handle) == "-":
         raise OptionError("--format npy needs a file: give -o PATH")
-    with atomic_output(path) as handle:
+    with atomic_output(path_or_handle) as handle:
         np.save(handle, result.scores)

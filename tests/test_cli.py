@@ -3,141 +3,343 @@
 from __future__ import annotations
 
 import gzip
+import io
+import os
 import subprocess
 import sys
+from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
 from click.testing import CliRunner
 
 import pairalign
-from pairalign import output
+from pairalign import cli, output
 from pairalign.cigar import cigar_string
 from pairalign.cli import main
+from pairalign.cli_options import progress_reporter
+
+N = 60
 
 
 @pytest.fixture(scope="module")
-def small_fasta(tmp_path_factory, records):
+def fasta(tmp_path_factory, records):
+    """60 adenovirus fiber proteins, with descriptions, over two lines each."""
     recs = records("adeno_fiber.faa")
-    path = tmp_path_factory.mktemp("cli") / "small.faa"
-    path.write_text("".join(f">{i} desc\n{s[:40]}\n{s[40:]}\n"
-                            for i, s in zip(recs.ids[:40], recs.sequences[:40])))
+    path = tmp_path_factory.mktemp("cli") / "fiber60.faa"
+    path.write_text("".join(f">{i} desc {k}\n{s[:50]}\n{s[50:]}\n" for k, (i, s) in
+                            enumerate(zip(recs.ids[:N], recs.sequences[:N]))))
     return path
+
+
+@pytest.fixture(scope="module")
+def api_results(fasta):
+    """align_all on the same file, per (mode, traceback)."""
+    cache = {}
+
+    def get(mode="local", traceback=True):
+        if (mode, traceback) not in cache:
+            cache[mode, traceback] = pairalign.align_all(fasta, mode=mode, traceback=traceback,
+                                                         threads=2)
+        return cache[mode, traceback]
+    return get
 
 
 def run(*args, input=None):
     return CliRunner().invoke(main, [str(a) for a in args], input=input)
 
 
-def parse_tsv(text):
-    lines = text.rstrip("\n").split("\n")
-    return lines[0].split("\t"), [line.split("\t") for line in lines[1:]]
+def ok(*args, input=None):
+    res = run(*args, input=input)
+    assert res.exit_code == 0, (res.stderr, res.exception)
+    return res
+
+
+def parse_tsv(text: str):
+    """Header and columns of a TSV, parsed without the formatter's help."""
+    lines = text.split("\n")
+    assert lines[-1] == ""  # every line ends with a newline
+    rows = [line.split("\t") for line in lines[1:-1]]
+    return lines[0].split("\t"), list(zip(*rows)) if rows else []
+
+
+def identity_text(identities, length):
+    if length <= 0:
+        return "0.0000"
+    tt = int(Fraction(10000 * int(identities), int(length)) + Fraction(1, 2))
+    return f"{tt // 10000}.{tt % 10000:04d}"
+
+
+def check_full_tsv(text, result, keep=None, use_m=False):
+    """Every column of the TSV against the PairBatch arrays of ``result``."""
+    header, cols = parse_tsv(text)
+    assert header == list(output.TSV_COLUMNS)
+    p = result.pairs
+    keep = np.arange(len(p)) if keep is None else np.asarray(keep)
+    ids = np.array(result.ids)
+    assert len(cols[0]) == len(keep)
+    assert list(cols[0]) == ids[p.query[keep]].tolist()
+    assert list(cols[1]) == ids[p.target[keep]].tolist()
+    for c, arr in zip((2, 4, 5, 6, 7, 8), (p.score, p.length, p.query_begin, p.query_end,
+                                          p.target_begin, p.target_end)):
+        assert np.array(cols[c], dtype=np.int64).tolist() == arr[keep].tolist(), header[c]
+    assert list(cols[3]) == [identity_text(p.identities[k], p.length[k]) for k in keep]
+    assert list(cols[9]) == [cigar_string(*p.ops(k), use_m=use_m) for k in keep]
+
+
+# ---------------------------------------------------------------------------------
+# outputs
+# ---------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("mode", ["global", "semiglobal", "local"])
-def test_tsv_matches_api(small_fasta, mode):
-    res = run("all-vs-all", small_fasta, "--mode", mode)
-    assert res.exit_code == 0, res.output
-    header, rows = parse_tsv(res.stdout)
-    assert header == list(output.TSV_COLUMNS)
-    api = pairalign.align_all(small_fasta, mode=mode)
-    assert len(rows) == len(api) == 40 * 39 // 2
+def test_tsv_matches_api(fasta, api_results, mode):
+    res = ok("all-vs-all", fasta, "--mode", mode, "--threads", 2)
+    api = api_results(mode)
+    assert len(api) == N * (N - 1) // 2
+    assert (api.pairs.query < api.pairs.target).all()
+    check_full_tsv(res.stdout, api)
+    assert res.stderr == ""
+
+
+def test_cigar_m(fasta, api_results):
+    res = ok("all-vs-all", fasta, "--cigar-m")
+    check_full_tsv(res.stdout, api_results("local"), use_m=True)
+    cigars = parse_tsv(res.stdout)[1][9]
+    assert all(set(c) <= set("0123456789MID") for c in cigars)
+
+
+def test_no_traceback_columns(fasta, api_results):
+    res = ok("all-vs-all", fasta, "--no-traceback")
+    header, cols = parse_tsv(res.stdout)
+    assert header == ["query", "target", "score", "query_end", "target_end"]
+    api = api_results("local", traceback=False)
+    ids = np.array(api.ids)
+    assert list(cols[0]) == ids[api.pairs.query].tolist()
+    assert list(cols[1]) == ids[api.pairs.target].tolist()
+    for c, arr in zip((2, 3, 4), (api.pairs.score, api.pairs.query_end, api.pairs.target_end)):
+        assert np.array(cols[c], dtype=np.int64).tolist() == arr.tolist()
+    # the same scores as with traceback
+    assert api.pairs.score.tolist() == api_results("local").pairs.score.tolist()
+
+
+def test_filters(fasta, api_results):
+    api = api_results("local")
     p = api.pairs
-    for k, row in enumerate(rows):
-        assert row[0] == api.ids[p.query[k]] and row[1] == api.ids[p.target[k]]
-        ints = [int(x) for x in row[2:3] + row[4:9]]
-        assert ints == [p.score[k], p.length[k], p.query_begin[k], p.query_end[k],
-                        p.target_begin[k], p.target_end[k]]
-        assert abs(float(row[3]) - p.identities[k] / p.length[k]) <= 5e-5
-        assert row[9] == cigar_string(*p.ops(k))
+    cut = int(np.percentile(p.score, 75))
+    ident = [Fraction(int(i), int(n)) if n > 0 else Fraction(0)
+             for i, n in zip(p.identities, p.length)]
+    for args, want in [
+        (["--min-score", cut], [k for k in range(len(p)) if p.score[k] >= cut]),
+        (["--min-identity", 0.4], [k for k in range(len(p)) if ident[k] >= Fraction(2, 5)]),
+        (["--min-score", cut, "--min-identity", 0.4],
+         [k for k in range(len(p)) if p.score[k] >= cut and ident[k] >= Fraction(2, 5)]),
+    ]:
+        assert 0 < len(want) < len(p), args
+        check_full_tsv(ok("all-vs-all", fasta, *args).stdout, api, keep=want)
+    # nothing kept: the header alone
+    assert ok("all-vs-all", fasta, "--min-score", 10**6).stdout == \
+        "\t".join(output.TSV_COLUMNS) + "\n"
 
 
-def test_cigar_m_and_score_only(small_fasta):
-    _, rows = parse_tsv(run("all-vs-all", small_fasta, "--cigar-m").stdout)
-    assert all(set(r[9]) <= set("0123456789MID") for r in rows)
-    header, rows2 = parse_tsv(run("all-vs-all", small_fasta, "--no-traceback").stdout)
-    assert header == list(output.TSV_SCORE_ONLY)
-    assert [r[2] for r in rows2] == [r[2] for r in rows]
-
-
-def test_filters(small_fasta):
-    _, rows = parse_tsv(run("all-vs-all", small_fasta).stdout)
-    _, kept = parse_tsv(run("all-vs-all", small_fasta, "--min-score", 100,
-                            "--min-identity", 0.3).stdout)
-    expect = [r for r in rows if int(r[2]) >= 100 and float(r[3]) >= 0.3 - 1e-4]
-    assert [r[:2] for r in kept] == [r[:2] for r in expect]
-    bad = run("all-vs-all", small_fasta, "--no-traceback", "--min-identity", 0.5)
-    assert bad.exit_code == 2 and "--min-identity" in bad.stderr
-
-
-def test_npy_matrix(small_fasta, tmp_path):
+def test_npy_matrix(fasta, api_results, tmp_path):
     out = tmp_path / "s.npy"
-    assert run("all-vs-all", small_fasta, "--format", "npy", "-o", out).exit_code == 0
+    res = ok("all-vs-all", fasta, "--format", "npy", "-o", out)
+    assert res.stdout == ""
     m = np.load(out)
-    assert m.shape == (40, 40) and (m == m.T).all() and (np.diag(m) == 0).all()
-    assert (m == pairalign.align_all(small_fasta).scores).all()
+    assert m.dtype == np.int32 and m.shape == (N, N)
+    assert (m == m.T).all() and (np.diag(m) == 0).all()
+    assert (m == api_results("local").scores).all()
+    assert os.listdir(tmp_path) == ["s.npy"]
 
 
-def test_byte_identical_across_threads_and_windows(small_fasta, tmp_path):
+def test_byte_identical_across_threads_and_windows(fasta, tmp_path):
     outs = []
     for extra in ([], ["--threads", 1], ["--threads", 2], ["--window", 16], ["--window", 64]):
         path = tmp_path / f"o{len(outs)}.tsv"
-        assert run("all-vs-all", small_fasta, "-o", path, *extra).exit_code == 0
+        ok("all-vs-all", fasta, "-o", path, *extra)
         outs.append(path.read_bytes())
-    assert all(o == outs[0] for o in outs)
+    assert len(outs[0].split(b"\n")) == N * (N - 1) // 2 + 2
+    assert all(o == outs[0] for o in outs[1:])
 
 
-def test_stdin_and_gzip(small_fasta, tmp_path):
-    plain = run("all-vs-all", small_fasta).stdout
-    assert run("all-vs-all", "-", input=small_fasta.read_bytes()).stdout == plain
+def test_stdin_and_gzip(fasta, tmp_path):
+    plain = ok("all-vs-all", fasta).stdout_bytes
+    assert ok("all-vs-all", "-", input=fasta.read_bytes()).stdout_bytes == plain
     gz = tmp_path / "s.faa.gz"
-    gz.write_bytes(gzip.compress(small_fasta.read_bytes()))
-    assert run("all-vs-all", gz).stdout == plain
+    gz.write_bytes(gzip.compress(fasta.read_bytes()))
+    assert ok("all-vs-all", gz).stdout_bytes == plain
+    assert ok("all-vs-all", "-", input=gz.read_bytes()).stdout_bytes == plain
 
 
-@pytest.mark.parametrize("content,args,needle", [
-    (b"", [], "empty file"),
-    (b">a\nMKV\n>b\nMK1V\n", [], "record 2 (b): position 3"),
-    (b">a\nMKV\n>a\nMKV\n", [], "duplicate id"),
-    (b">a\nMKV\n>b\nMKV\n", ["--matrix", "PAM30", "--match", "2"], "--match"),
-    (b">a\nMKV\n>b\nMKV\n", ["--gap-open", "-1"], "gap costs"),
-    (b">a\nMKV\n>b\nMKV\n", ["--gap-open", "1", "--gap-extend", "2"], "at least gap extend"),
-    (b">a\nMKV\n>b\nMKV\n", ["--window", "24"], "multiple of 16"),
+# ---------------------------------------------------------------------------------
+# errors
+# ---------------------------------------------------------------------------------
+
+GOOD = b">a\nMKVLAAGHW\n>b\nMKVLSAGHW\n"
+
+
+@pytest.mark.parametrize("content,args,needles", [
+    (b"", [], ["{path}", "empty"]),
+    (b">a\nMKV\n>b\nMK1V\n", [], ["{path}", "record 2 (b)", "position 3", "'1'"]),
+    (b">a\nMKV\n>a\nMKV\n", [], ["{path}", "record 2", "duplicate id"]),
+    (GOOD, ["--matrix", "BLOSUM99"], ["--matrix", "unknown matrix 'BLOSUM99'", "BLOSUM62"]),
+    (GOOD, ["--match", "2"], ["--match", "DNA"]),
+    (GOOD, ["--gap-open", "-1"], ["--gap-open", "-1"]),
+    (GOOD, ["--gap-extend", "-2"], ["--gap-extend"]),
+    (GOOD, ["--gap-open", "1", "--gap-extend", "2"], ["gap open", "gap extend"]),
+    (GOOD, ["--window", "24"], ["--window", "multiple of 16"]),
+    (GOOD, ["--max-memory", "lots"], ["--max-memory", "lots"]),
+    (GOOD, ["--devices", "0,x"], ["--devices"]),
+    (GOOD, ["--threads", "0"], ["--threads"]),
+    (GOOD, ["--bogus"], ["--bogus"]),
+    (GOOD, ["--format", "npy"], ["npy", "-o PATH"]),
+    (GOOD, ["--format", "npy", "-o", "x.npy", "--min-score", "3"], ["--min-score", "tsv"]),
+    (GOOD, ["--no-traceback", "--min-identity", "0.5"], ["--min-identity", "--no-traceback"]),
+    (GOOD, ["--min-identity", "1.5"], ["--min-identity"]),
 ])
-def test_errors_are_one_line_exit_2(tmp_path, content, args, needle):
+def test_errors_are_one_line_exit_2(tmp_path, monkeypatch, content, args, needles):
+    monkeypatch.chdir(tmp_path)
     path = tmp_path / "in.faa"
     path.write_bytes(content)
     res = run("all-vs-all", path, *args)
+    assert res.exit_code == 2, (res.stderr, res.exception)
+    assert res.stderr.endswith("\n") and res.stderr.count("\n") == 1, res.stderr
+    assert res.stderr.startswith("pairalign: error: ")
+    for needle in needles:
+        assert needle.format(path=path) in res.stderr
+    assert res.stdout == "" and sorted(os.listdir(tmp_path)) == ["in.faa"]
+
+
+def test_missing_file(tmp_path):
+    res = run("all-vs-all", tmp_path / "nope.faa", "-o", tmp_path / "out.tsv")
     assert res.exit_code == 2
-    lines = res.stderr.strip().split("\n")
-    assert len(lines) == 1 and needle in lines[0], res.stderr
-    if "record" in needle or "empty" in needle or "duplicate" in needle:
-        assert str(path) in lines[0]
+    assert res.stderr.startswith(f"pairalign: error: {tmp_path / 'nope.faa'}: ")
+    assert res.stderr.count("\n") == 1 and "No such file" in res.stderr
+    assert os.listdir(tmp_path) == []
 
 
-def test_missing_file_exit_2(tmp_path):
-    res = run("all-vs-all", tmp_path / "nope.faa")
-    assert res.exit_code == 2 and "nope.faa" in res.stderr and "Traceback" not in res.stderr
+def test_unwritable_output_fails_before_aligning(fasta, tmp_path, monkeypatch):
+    def never(*a, **k):
+        raise AssertionError("aligned although the output cannot be written")
+
+    monkeypatch.setattr(cli, "align_all", never)
+    res = run("all-vs-all", fasta, "-o", tmp_path / "no" / "such" / "out.tsv")
+    assert res.exit_code == 2 and res.stderr.count("\n") == 1
+    assert "cannot write" in res.stderr and "out.tsv" in res.stderr
 
 
-def test_interrupted_write_leaves_no_file(small_fasta, tmp_path, monkeypatch):
+def test_usage_errors_and_version():
+    res = run("all-vs-all")
+    assert res.exit_code == 2 and res.stderr.startswith("pairalign: error: Missing argument")
+    assert res.stderr.count("\n") == 1
+    res = run("no-such-command")
+    assert res.exit_code == 2 and res.stderr.count("\n") == 1
+    assert ok("--version").stdout == f"pairalign, version {pairalign.__version__}\n"
+    helptext = " ".join(ok("all-vs-all", "--help").stdout.split())
+    for needle in ["OPEN + (k - 1) * EXTEND", "-gapopen o -gapextend e", "gap_cost=(o, e)",
+                   "--gap-open o+e", "protein BLOSUM62", "default: protein 11, DNA 5",
+                   "default: protein 1, DNA 2", "default: 2", "default: -3",
+                   "default: local"]:
+        assert needle.replace(" ", "") in helptext.replace(" ", ""), needle
+
+
+# ---------------------------------------------------------------------------------
+# atomic output, interrupts
+# ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("existing", [False, True])
+def test_interrupted_write_leaves_no_file(fasta, tmp_path, monkeypatch, existing):
+    """Ctrl-C after some lines were written: exit 130, no output file, no temp file,
+    a previous output untouched."""
     target = tmp_path / "out.tsv"
-    real = output._format_rows
+    if existing:
+        target.write_bytes(b"old\n")
+    monkeypatch.setattr(output, "CHUNK", 100)
+    real, calls = output._format_rows, []
 
-    def explode(*a, **k):
-        real(*a, **k)
+    def flaky(*args):
+        calls.append(1)
+        if len(calls) == 3:  # header and two chunks already written
+            raise KeyboardInterrupt
+        return real(*args)
+
+    monkeypatch.setattr(output, "_format_rows", flaky)
+    res = run("all-vs-all", fasta, "-o", target)
+    assert res.exit_code == 130 and len(calls) == 3
+    assert res.stderr == "pairalign: interrupted\n"
+    assert os.listdir(tmp_path) == (["out.tsv"] if existing else [])
+    if existing:
+        assert target.read_bytes() == b"old\n"
+
+
+def test_interrupt_while_aligning(fasta, tmp_path, monkeypatch):
+    def interrupted(*a, **k):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(output, "_format_rows", explode)
-    res = run("all-vs-all", small_fasta, "-o", target)
-    assert res.exit_code == 130
-    assert not target.exists()
-    assert list(tmp_path.iterdir()) == []
+    monkeypatch.setattr(cli, "align_all", interrupted)
+    res = run("all-vs-all", fasta, "-o", tmp_path / "out.tsv", "--format", "npy")
+    assert res.exit_code == 130 and os.listdir(tmp_path) == []
 
 
-def test_console_script(small_fasta, tmp_path):
+def test_disk_error_is_one_line(fasta, tmp_path, monkeypatch):
+    def full(handle, *a, **k):
+        handle.write(b"some")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(cli, "write_tsv", full)
+    res = run("all-vs-all", fasta, "-o", tmp_path / "out.tsv")
+    assert res.exit_code == 1 and res.stderr == "pairalign: error: No space left on device\n"
+    assert os.listdir(tmp_path) == []
+
+
+def test_progress_only_on_a_terminal():
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    assert progress_reporter(stream=io.StringIO()) is None
+    assert progress_reporter(quiet=True, stream=Tty()) is None
+    stream = Tty()
+    report = progress_reporter(stream=stream)
+    report(10, 100)
+    report(20, 100)  # within half a second: skipped
+    report(100, 100)
+    assert stream.getvalue() == ("\rpairalign: aligned 10 of 100 pairs (10%)"
+                                 "\rpairalign: aligned 100 of 100 pairs (100%)\n")
+
+
+# ---------------------------------------------------------------------------------
+# real processes
+# ---------------------------------------------------------------------------------
+
+
+def console_script() -> str:
+    path = Path(sys.executable).with_name("pairalign")
+    if not path.exists():
+        pytest.skip("the pairalign console script is not installed beside this Python")
+    return str(path)
+
+
+def test_console_script(fasta, tmp_path):
     out = tmp_path / "x.tsv"
-    proc = subprocess.run([sys.executable, "-m", "pairalign", "all-vs-all", str(small_fasta),
-                           "-o", str(out), "--mode", "global"], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    assert out.read_text().count("\n") == 1 + 40 * 39 // 2
+    proc = subprocess.run([console_script(), "all-vs-all", str(fasta), "-o", str(out),
+                           "--mode", "global", "--threads", "2"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    assert out.read_bytes() == ok("all-vs-all", fasta, "--mode", "global").stdout_bytes
+    proc = subprocess.run([sys.executable, "-m", "pairalign", "all-vs-all", str(tmp_path / "nope")],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "nope" in proc.stderr
+
+
+def test_broken_pipe_is_quiet(fasta):
+    """`pairalign ... | head -1`: the reader goes away; no traceback, status 141."""
+    proc = subprocess.Popen([console_script(), "all-vs-all", str(fasta), "--threads", "2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout.readline().startswith(b"query\ttarget\t")
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=300) == 141 and err == b""

@@ -1,0 +1,318 @@
+"""Read overlaps for assembly: semiglobal alignment of every read with every
+other read, on both strands, classified and written as PAF.
+
+Every pair of reads ``i < j`` is aligned twice in semiglobal mode (end gaps
+free): read ``i`` against read ``j`` (strand ``+``) and read ``i`` against the
+reverse complement of read ``j`` (strand ``-``). Per pair the better-scoring
+strand is kept. With ``qb, qe`` the aligned range of the query (read ``i``),
+``tb, te`` that of the target in the orientation aligned (``j`` or its reverse
+complement), and ``T`` = :data:`END_TOLERANCE` bases:
+
+- ``containment`` when one read is aligned end to end up to ``T`` unaligned
+  bases at each of its ends (``qb <= T and qlen - qe <= T``: the query lies in
+  the target; or the same for the target);
+- ``overlap`` otherwise: a suffix-prefix (dovetail) overlap. A semiglobal
+  alignment always starts at the start of one sequence and ends at the end of
+  one, so there is no third, internal case.
+
+An overlap is reported when its aligned length on the shorter side
+(``min(qe - qb, te - tb)``) is at least ``min_overlap`` and its identity
+(identical columns / alignment columns, gap columns included) at least
+``min_identity``.
+
+PAF (minimap2's format): 12 columns ``qname qlen qstart qend strand tname tlen
+tstart tend matches block_length mapq`` (0-based starts, exclusive ends; target
+coordinates on the target's forward strand, also for ``-``; ``matches`` is the
+number of identical columns, ``block_length`` the number of alignment columns,
+mapq 255 for "not computed"), then ``tp:A:S``, ``AS:i:`` (the alignment score)
+and ``cg:Z:`` (the CIGAR with ``M`` for matches and mismatches; for ``-`` the
+operations run along the target's forward strand against the reverse
+complement of the query, as in minimap2; ``I`` consumes the query).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import BinaryIO, Iterable
+
+import numpy as np
+
+from ..cigar import format_cigars
+from ..errors import OptionError
+from ..output import atomic_output
+
+#: Unaligned bases tolerated at each end of a read for it to count as contained.
+END_TOLERANCE = 10
+
+_COMPLEMENT = str.maketrans("ACGTURYKMSWBDHVN", "TGCAAYRMKSWVHDBN")
+
+
+def reverse_complement(seq: str) -> str:
+    """The reverse complement of a DNA sequence (IUPAC codes complemented)."""
+    return seq.translate(_COMPLEMENT)[::-1]
+
+
+@dataclass(frozen=True)
+class Overlap:
+    """One overlap between two reads (coordinates 0-based, ends exclusive).
+
+    Target coordinates are on the target's forward strand for both strands.
+    ``kind`` is ``"overlap"`` (suffix-prefix) or ``"containment"``;
+    ``contained`` names the contained read (``None`` for an overlap).
+    """
+
+    query: str
+    target: str
+    query_length: int
+    target_length: int
+    query_start: int
+    query_end: int
+    target_start: int
+    target_end: int
+    strand: str
+    kind: str
+    contained: str | None
+    identity: float
+    matches: int
+    aligned_length: int
+    score: int
+    cigar: str
+
+    @property
+    def overlap_length(self) -> int:
+        """Aligned bases on the shorter side: ``min(qend - qstart, tend - tstart)``."""
+        return min(self.query_end - self.query_start, self.target_end - self.target_start)
+
+
+@dataclass
+class OverlapTable:
+    """Columnar overlaps (numpy arrays) with the read ids: what :func:`find_overlaps`
+    builds its records from and :func:`write_paf` writes."""
+
+    ids: list[str]
+    lengths: np.ndarray
+    query: np.ndarray
+    target: np.ndarray
+    query_start: np.ndarray
+    query_end: np.ndarray
+    target_start: np.ndarray
+    target_end: np.ndarray
+    reverse: np.ndarray
+    contained: np.ndarray  # 0: none, 1: query contained, 2: target contained
+    matches: np.ndarray
+    aligned_length: np.ndarray
+    score: np.ndarray
+    cigar_bytes: np.ndarray
+    cigar_offsets: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.query)
+
+    def cigar(self, k: int) -> str:
+        return self.cigar_bytes[self.cigar_offsets[k]:self.cigar_offsets[k + 1]].tobytes().decode()
+
+    def records(self) -> list[Overlap]:
+        out = []
+        for k in range(len(self)):
+            q, t = int(self.query[k]), int(self.target[k])
+            c = int(self.contained[k])
+            n = int(self.aligned_length[k])
+            out.append(Overlap(
+                self.ids[q], self.ids[t], int(self.lengths[q]), int(self.lengths[t]),
+                int(self.query_start[k]), int(self.query_end[k]),
+                int(self.target_start[k]), int(self.target_end[k]),
+                "-" if self.reverse[k] else "+", "containment" if c else "overlap",
+                None if c == 0 else (self.ids[q] if c == 1 else self.ids[t]),
+                int(self.matches[k]) / n if n else 0.0, int(self.matches[k]), n,
+                int(self.score[k]), self.cigar(k)))
+        return out
+
+
+def _reverse_ops(op_offsets: np.ndarray, op_code: np.ndarray, op_len: np.ndarray):
+    """The operations of every pair in reverse order (same offsets)."""
+    counts = np.diff(op_offsets)
+    pair = np.repeat(np.arange(len(counts)), counts)
+    k = np.arange(len(op_code))
+    src = op_offsets[pair + 1] - 1 - (k - op_offsets[pair])
+    return op_code[src], op_len[src]
+
+
+#: Blocks of reads for the reverse-strand rectangle (see :func:`_reverse_pairs`).
+REVERSE_BLOCKS = 4
+
+
+def _reverse_pairs(recs, rc, opts):
+    """Pairs ``i < j`` of read ``i`` against the reverse complement of read ``j``.
+
+    Only the upper triangle is needed (``i`` vs ``rc(j)`` is ``j`` vs ``rc(i)``
+    reversed), so the reads are cut into :data:`REVERSE_BLOCKS` blocks and
+    each block is aligned with the reverse complements of itself and of the
+    later blocks: about ``n^2 / 2 + n^2 / 8`` pairs instead of ``n^2``.
+    """
+    from dataclasses import replace
+
+    from ..api import align_many
+    from ..pairs import PairBatch
+    from ..sequences import SequenceRecords
+
+    n = len(recs)
+    k = REVERSE_BLOCKS if n >= 16 * REVERSE_BLOCKS else 1
+    bounds = np.linspace(0, n, k + 1).astype(int)
+    parts = []
+
+    def sub(r, a, b):
+        return SequenceRecords(r.ids[a:b], r.descriptions[a:b], r.sequences[a:b],
+                               r.alphabet, r.source)
+
+    for b in range(k):
+        lo, hi = int(bounds[b]), int(bounds[b + 1])
+        res = align_many(sub(recs, lo, hi), sub(rc, lo, n), **opts).pairs
+        res = replace(res, query=res.query.astype(np.int64) + lo,
+                      target=res.target.astype(np.int64) + lo)
+        parts.append(res.take(res.query < res.target))
+    return PairBatch.concat(parts)
+
+
+def _candidates(batch, qlen, tlen, min_overlap, min_identity):
+    """Mask of the pairs passing the thresholds."""
+    ov = np.minimum(batch.query_end - batch.query_begin, batch.target_end - batch.target_begin)
+    return (ov >= min_overlap) & (batch.length > 0) & \
+        (batch.identities >= min_identity * np.maximum(batch.length, 1))
+
+
+def overlap_table(reads, min_overlap: int = 100, min_identity: float = 0.8,
+                  end_tolerance: int = END_TOLERANCE, **align_options) -> OverlapTable:
+    """The overlaps of all reads as columns (see :func:`find_overlaps`)."""
+    from ..api import align_all, align_many, load
+    from ..pairs import PairBatch
+    from ..sequences import records_from_python
+
+    if min_overlap < 0 or not 0 <= min_identity <= 1:
+        raise OptionError("min_overlap must be >= 0 and min_identity in [0, 1]")
+    for key in ("mode", "traceback"):
+        if key in align_options:
+            raise OptionError(f"overlaps are semiglobal with traceback: {key} is fixed")
+    recs = load(reads, align_options.pop("alphabet", None))
+    if recs.alphabet != "dna":
+        raise OptionError("overlaps need DNA reads (reverse complements)")
+    n = len(recs)
+    lengths = recs.lengths
+    opts = dict(mode="semiglobal", traceback=True, alphabet="dna", **align_options)
+    if n < 2:
+        fwd = rev = PairBatch.empty()
+    else:
+        fwd = align_all(recs, **opts).pairs
+        rc = records_from_python([reverse_complement(s) for s in recs.sequences],
+                                 ids=recs.ids, alphabet="dna")
+        rev = _reverse_pairs(recs, rc, opts)
+    fwd = fwd.take(_candidates(fwd, None, None, min_overlap, min_identity))
+    rev = rev.take(_candidates(rev, None, None, min_overlap, min_identity))
+    both = PairBatch.concat([fwd, rev])
+    is_rev = np.concatenate([np.zeros(len(fwd), bool), np.ones(len(rev), bool)])
+    # one strand per pair: the higher score (forward on ties)
+    if len(both):
+        key = both.query.astype(np.int64) * n + both.target
+        order = np.lexsort((is_rev, -both.score.astype(np.int64), key))
+        first = np.ones(len(order), bool)
+        first[1:] = key[order][1:] != key[order][:-1]
+        keep = np.sort(order[first])
+        # output order: by query, then target
+        keep = keep[np.lexsort((both.target[keep], both.query[keep]))]
+        both = both.take(keep)
+        is_rev = is_rev[keep]
+    q = both.query.astype(np.int64)
+    t = both.target.astype(np.int64)
+    qlen, tlen = lengths[q], lengths[t]
+    qb, qe = both.query_begin.astype(np.int64), both.query_end.astype(np.int64)
+    tb, te = both.target_begin.astype(np.int64), both.target_end.astype(np.int64)
+    q_in = (qb <= end_tolerance) & (qlen - qe <= end_tolerance)
+    t_in = (tb <= end_tolerance) & (tlen - te <= end_tolerance)
+    contained = np.where(q_in & (~t_in | (qlen <= tlen)), 1, np.where(t_in, 2, 0))
+    # target coordinates on the forward strand
+    ts = np.where(is_rev, tlen - te, tb)
+    tend = np.where(is_rev, tlen - tb, te)
+    code, oplen = both.op_code, both.op_len
+    if is_rev.any():
+        rcode, rlen = _reverse_ops(both.op_offsets, code, oplen)
+        op_rev = np.repeat(is_rev, both.n_ops)
+        code = np.where(op_rev, rcode, code)
+        oplen = np.where(op_rev, rlen, oplen)
+    cig, cig_off = format_cigars(both.op_offsets, code, oplen, True)
+    return OverlapTable(list(recs.ids), lengths, q, t, qb, qe, ts, tend, is_rev,
+                        contained, both.identities.astype(np.int64),
+                        both.length.astype(np.int64), both.score.astype(np.int64),
+                        cig, cig_off)
+
+
+def find_overlaps(reads, min_overlap: int = 100, min_identity: float = 0.8,
+                  end_tolerance: int = END_TOLERANCE, **align_options) -> list[Overlap]:
+    """The overlaps between reads, on both strands.
+
+    Parameters
+    ----------
+    reads : path or sequences
+        DNA reads, as for :func:`pairalign.align_all`.
+    min_overlap : int
+        Minimum aligned length (on the shorter side).
+    min_identity : float
+        Minimum identity (identical columns / alignment columns).
+    end_tolerance : int
+        Unaligned bases allowed at each end of a contained read.
+    **align_options
+        Scoring and run options of :func:`pairalign.align_all` (``mode`` and
+        ``traceback`` are fixed: semiglobal, with traceback).
+
+    Returns
+    -------
+    list of Overlap
+        One per overlapping pair ``i < j`` (read ``i`` the query), ordered by
+        query then target.
+
+    Examples
+    --------
+    >>> from pairalign.pipelines import find_overlaps
+    >>> import random
+    >>> rng = random.Random(1)
+    >>> genome = "".join(rng.choice("ACGT") for _ in range(400))
+    >>> ovl = find_overlaps([genome[:250], genome[150:]], min_overlap=50)
+    >>> [(o.query_start, o.query_end, o.target_start, o.target_end, o.strand, o.kind)
+    ...  for o in ovl]
+    [(150, 250, 0, 100, '+', 'overlap')]
+    """
+    return overlap_table(reads, min_overlap, min_identity, end_tolerance,
+                         **align_options).records()
+
+
+def write_paf(handle_or_path, overlaps: OverlapTable | Iterable[Overlap]) -> None:
+    """Overlaps as PAF (see the module documentation), to a binary handle or a
+    path (written atomically; ``"-"`` for standard output)."""
+    if isinstance(handle_or_path, (str, os.PathLike)):
+        with atomic_output(handle_or_path) as handle:
+            write_paf(handle, overlaps)
+        return
+    handle: BinaryIO = handle_or_path
+    if isinstance(overlaps, OverlapTable):
+        recs: Iterable[Overlap] = overlaps.records()
+    else:
+        recs = overlaps
+    lines = []
+    for o in recs:
+        cigar = o.cigar.replace("=", "M").replace("X", "M")
+        if "=" in o.cigar or "X" in o.cigar:  # merge neighbouring M runs
+            from ..cigar import parse_cigar
+            merged: list[list] = []
+            for n, op in parse_cigar(cigar):
+                if merged and merged[-1][1] == op:
+                    merged[-1][0] += n
+                else:
+                    merged.append([n, op])
+            cigar = "".join(f"{n}{op}" for n, op in merged)
+        lines.append(f"{o.query}\t{o.query_length}\t{o.query_start}\t{o.query_end}\t"
+                     f"{o.strand}\t{o.target}\t{o.target_length}\t{o.target_start}\t"
+                     f"{o.target_end}\t{o.matches}\t{o.aligned_length}\t255\ttp:A:S\t"
+                     f"AS:i:{o.score}\tcg:Z:{cigar}\n")
+        if len(lines) >= 10000:
+            handle.write("".join(lines).encode())
+            lines.clear()
+    handle.write("".join(lines).encode())

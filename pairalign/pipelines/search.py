@@ -1,0 +1,137 @@
+"""Query-against-targets search: every query aligned with every target
+(:func:`pairalign.align_many`), the best ``top`` hits per query, written as
+BLAST tabular (``-outfmt 6``) or TSV.
+
+BLAST tabular columns: ``qseqid sseqid pident length mismatch gapopen qstart
+qend sstart send evalue bitscore``, coordinates 1-based and inclusive.
+``pident`` is 100 x identical columns / alignment columns (gap columns
+included, as BLAST), ``length`` the number of alignment columns, ``mismatch``
+the mismatched columns, ``gapopen`` the number of gaps (runs of I or D).
+E-values and bit scores are **not computed** (they need Karlin-Altschul
+statistics for the scoring scheme and database): ``evalue`` is written ``NaN``
+and the ``bitscore`` column holds the raw alignment score. ``evalue`` is written
+``NaN`` (not a number), not ``0`` (which would claim a perfect hit) nor ``NA``
+(which Biopython's ``blast-tab`` parser rejects): ``float("NaN")``, pandas and
+R read it as a missing number, so Biopython's ``SearchIO.parse(..., "blast-tab")``
+and ``pandas.read_csv`` accept the file. Rank by the score column.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import BinaryIO
+
+import numpy as np
+
+from ..errors import OptionError
+from ..kernels.conventions import OP_DEL, OP_INS, OP_MISMATCH
+from ..output import atomic_output, write_tsv
+
+BLAST6_COLUMNS = ("qseqid", "sseqid", "pident", "length", "mismatch", "gapopen",
+                  "qstart", "qend", "sstart", "send", "evalue", "bitscore")
+
+
+def top_hits(result, top: int | None):
+    """Indices (into ``result.pairs``) of the best ``top`` targets of each query, by
+    score (highest first, ties by target input order), queries in input order;
+    every pair, so ordered, when ``top`` is None."""
+    p = result.pairs
+    order = np.lexsort((p.target, -p.score.astype(np.int64), p.query))
+    if top is None:
+        return order
+    if top < 1:
+        raise OptionError("top must be at least 1")
+    q = p.query[order]
+    start = np.searchsorted(q, q, side="left")  # first position of each query's run
+    rank = np.arange(len(order)) - start
+    return order[rank < top]
+
+
+def search(queries, targets, top: int | None = None, mode: str = "local",
+           **align_options):
+    """Align every query with every target and keep the best ``top`` per query.
+
+    Parameters
+    ----------
+    queries, targets : path or sequences
+        As for :func:`pairalign.align_many`.
+    top : int, optional
+        Hits kept per query (all by default), highest score first, ties by
+        target input order.
+    mode : {"local", "semiglobal", "global"}
+        Local (Smith-Waterman) by default.
+    **align_options
+        Passed to :func:`pairalign.align_many`.
+
+    Returns
+    -------
+    (AlignmentResult, numpy.ndarray)
+        The result of every pair and the indices of the kept hits into
+        ``result.pairs``, ordered by query, then rank. ``result[k]`` is hit k's
+        :class:`pairalign.PairAlignment`.
+
+    Examples
+    --------
+    >>> from pairalign.pipelines import search
+    >>> res, hits = search(["HEAGAWGHEE"], ["PAWHEAE", "HEAGAWGHEE"], top=1)
+    >>> [(res[k].target_id, res[k].score) for k in hits]
+    [('seq2', 62)]
+    """
+    from ..api import align_many
+
+    result = align_many(queries, targets, mode=mode, **align_options)
+    return result, top_hits(result, top)
+
+
+def _op_counts(batch):
+    """Mismatched columns and gap openings of every pair."""
+    n_ops = batch.n_ops
+    pair = np.repeat(np.arange(len(batch)), n_ops)
+    code = batch.op_code
+    mism = np.bincount(pair[code == OP_MISMATCH], batch.op_len[code == OP_MISMATCH],
+                       minlength=len(batch)).astype(np.int64)
+    gaps = np.bincount(pair[(code == OP_INS) | (code == OP_DEL)],
+                       minlength=len(batch)).astype(np.int64)
+    return mism, gaps
+
+
+def write_blast6(handle_or_path, result, hits=None) -> None:
+    """BLAST tabular (outfmt 6) lines of the hits (see the module documentation),
+    to a binary handle or a path (atomically; ``"-"``: standard output)."""
+    if isinstance(handle_or_path, (str, os.PathLike)):
+        with atomic_output(handle_or_path) as handle:
+            write_blast6(handle, result, hits)
+        return
+    if not result.traceback:
+        raise OptionError("BLAST tabular output needs alignments: keep traceback on")
+    handle: BinaryIO = handle_or_path
+    batch = result.pairs if hits is None else result.pairs.take(np.asarray(hits))
+    mism, gaps = _op_counts(batch)
+    length = batch.length.astype(np.int64)
+    pident = np.where(length > 0, 100.0 * batch.identities / np.maximum(length, 1), 0.0)
+    qids, tids = result.ids, result.target_ids
+    chunk = []
+    for k in range(len(batch)):
+        # an empty local alignment (score 0) has no coordinates: 0 0 like BLAST's none
+        qs, qe = int(batch.query_begin[k]) + 1, int(batch.query_end[k])
+        ss, se = int(batch.target_begin[k]) + 1, int(batch.target_end[k])
+        if length[k] == 0:
+            qs = qe = ss = se = 0
+        chunk.append(f"{qids[batch.query[k]]}\t{tids[batch.target[k]]}\t{pident[k]:.3f}\t"
+                     f"{length[k]}\t{mism[k]}\t{gaps[k]}\t{qs}\t{qe}\t{ss}\t{se}\tNaN\t"
+                     f"{int(batch.score[k])}\n")
+        if len(chunk) >= 10000:
+            handle.write("".join(chunk).encode())
+            chunk.clear()
+    handle.write("".join(chunk).encode())
+
+
+def write_search_tsv(handle_or_path, result, hits=None) -> None:
+    """The hits as pairalign's TSV (a header line; columns of ``all-vs-all``:
+    0-based starts, exclusive ends, CIGAR)."""
+    if isinstance(handle_or_path, (str, os.PathLike)):
+        with atomic_output(handle_or_path) as handle:
+            write_search_tsv(handle, result, hits)
+        return
+    batch = result.pairs if hits is None else result.pairs.take(np.asarray(hits))
+    write_tsv(handle_or_path, result, batch)

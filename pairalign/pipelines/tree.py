@@ -1,0 +1,218 @@
+"""Distance matrices and guide trees from all-vs-all alignments.
+
+Distances (``kind``), for each pair ``i, j`` of an all-vs-all result:
+
+``identity`` (default)
+    ``1 - identities / length``: the fraction of alignment columns (gap columns
+    included) that are not identical residues. Needs traceback.
+``kimura``
+    Kimura's protein correction of that distance: with ``p = 1 - identity``,
+    ``d = -ln(1 - p - 0.2 p^2)``. The log argument reaches 0 at
+    ``p ~ 0.854``; there, and wherever ``d`` would exceed it, ``d`` is capped at
+    :data:`KIMURA_MAX` (5.0, reached at ``p ~ 0.85``), so the distance stays
+    finite and non-decreasing in ``p``.
+``score``
+    ``1 - S_ij / min(S_ii, S_jj)``, floored at 0, where ``S_ij`` is the pair's
+    alignment score and ``S_ii`` the score of sequence ``i`` aligned with itself
+    without gaps: the sum of the diagonal matrix scores of its residues (the
+    global self-alignment score under any matrix whose diagonal dominates its
+    rows, BLOSUM62 and the DNA match/mismatch matrix included). Identical
+    sequences are at 0; a negative ``S_ij`` (possible in global mode) gives a
+    distance above 1. Works without traceback.
+
+The diagonal is 0 and the matrix symmetric. Guide trees are built by
+scikit-bio (:func:`skbio.tree.upgma`, :func:`skbio.tree.nj`) from the
+distances, and written as Newick with the input ids verbatim as tip names (so
+tools such as Clustal Omega's ``--guidetree-in`` match them to the FASTA ids).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from typing import Literal
+
+import numpy as np
+
+from ..errors import OptionError
+from ..output import atomic_output
+
+#: Cap of the Kimura protein distance (where the log argument is <= 0 or the
+#: distance would exceed it).
+KIMURA_MAX = 5.0
+
+DISTANCES = ("identity", "kimura", "score")
+METHODS = ("upgma", "nj")
+
+#: Characters that a Newick name cannot hold unquoted.
+_NEWICK_SPECIAL = set("()[]':;, \t\n")
+
+
+def _identity_distances(result) -> np.ndarray:
+    p = result.pairs
+    if not result.traceback or (len(p) and (p.length < 0).any()):
+        raise OptionError(f"distance needs alignments (traceback): use kind='score' "
+                          "or keep traceback on")
+    return 1.0 - p.identities / np.maximum(p.length, 1).astype(np.float64)
+
+
+def _self_scores(result) -> np.ndarray:
+    sc = result.scoring
+    diag = np.diagonal(sc.matrix).astype(np.int64)
+    return np.array([int(diag[sc.encode(s)].sum()) for s in result.sequences], np.int64)
+
+
+def distance_matrix(result, kind: Literal["identity", "kimura", "score"] = "identity"):
+    """A :class:`skbio.DistanceMatrix` from an all-vs-all :class:`AlignmentResult`.
+
+    See the module documentation for the definitions of ``kind``.
+
+    Examples
+    --------
+    >>> import pairalign
+    >>> from pairalign.pipelines import distance_matrix
+    >>> res = pairalign.align_all(["MKVLA", "MKVIA", "MRVLA"], mode="global")
+    >>> distance_matrix(res)[0, 1]
+    np.float64(0.2)
+    """
+    from skbio import DistanceMatrix
+
+    if kind not in DISTANCES:
+        raise OptionError(f"unknown distance {kind!r}: expected one of {', '.join(DISTANCES)}")
+    if not result.all_vs_all:
+        raise OptionError("a distance matrix needs an all-vs-all result")
+    p = result.pairs
+    n = len(result.ids)
+    if kind == "score":
+        self_s = _self_scores(result)
+        denom = np.minimum(self_s[p.query], self_s[p.target]).astype(np.float64)
+        d = np.maximum(1.0 - p.score / np.maximum(denom, 1.0), 0.0)
+    else:
+        d = _identity_distances(result)
+        if kind == "kimura":
+            arg = 1.0 - d - 0.2 * d * d
+            with np.errstate(divide="ignore", invalid="ignore"):
+                k = -np.log(np.where(arg > 0, arg, 1.0))
+            d = np.where(arg > 0, np.minimum(k, KIMURA_MAX), KIMURA_MAX)
+    out = np.zeros((n, n), np.float64)
+    out[p.query, p.target] = d
+    out[p.target, p.query] = d
+    return DistanceMatrix(out, ids=list(result.ids))
+
+
+def tree_from_distances(dm, method: Literal["upgma", "nj"] = "upgma"):
+    """A :class:`skbio.TreeNode` by scikit-bio's UPGMA or neighbour joining."""
+    from skbio.tree import nj, upgma
+
+    if method not in METHODS:
+        raise OptionError(f"unknown method {method!r}: expected one of {', '.join(METHODS)}")
+    if dm.shape[0] < 2:
+        raise OptionError("a guide tree needs at least 2 sequences")
+    if method == "upgma":
+        return upgma(dm)
+    if dm.shape[0] < 3:  # nj needs 3; two tips make one edge
+        from skbio import TreeNode
+        a, b = dm.ids
+        half = float(dm[0, 1]) / 2
+        return TreeNode(children=[TreeNode(a, length=half), TreeNode(b, length=half)])
+    # nj's tree is unrooted (three children at the top); MSA tools such as Clustal
+    # Omega want a rooted guide tree: root it at the midpoint of its longest path
+    return nj(dm).root_at_midpoint()
+
+
+def guide_tree(sequences, method: Literal["upgma", "nj"] = "upgma",
+               distance: Literal["identity", "kimura", "score"] = "identity",
+               **align_options):
+    """Distances and a guide tree for the sequences.
+
+    Parameters
+    ----------
+    sequences : path or sequences
+        As for :func:`pairalign.align_all`.
+    method : {"upgma", "nj"}
+        UPGMA (rooted), or neighbour joining rooted at the midpoint.
+    distance : {"identity", "kimura", "score"}
+    **align_options
+        Passed to :func:`pairalign.align_all` (``mode`` defaults to ``"global"``).
+
+    Returns
+    -------
+    (skbio.DistanceMatrix, skbio.TreeNode)
+
+    Examples
+    --------
+    >>> from pairalign.pipelines import guide_tree
+    >>> dm, tree = guide_tree(["MKVLAW", "MKVIAW", "PRQLAY"])
+    >>> sorted(t.name for t in tree.tips())
+    ['seq1', 'seq2', 'seq3']
+    """
+    from ..api import align_all, load
+
+    align_options.setdefault("mode", "global")
+    if distance == "score":
+        align_options.setdefault("traceback", False)
+    recs = load(sequences, align_options.pop("alphabet", None))
+    result = align_all(recs, **align_options)
+    dm = distance_matrix(result, distance)
+    return dm, tree_from_distances(dm, method)
+
+
+def _newick_name(name: str) -> str:
+    if any(c in _NEWICK_SPECIAL for c in name):
+        return "'" + name.replace("'", "''") + "'"
+    return name
+
+
+def _fmt_length(x: float) -> str:
+    return f"{max(float(x), 0.0):.6g}"
+
+
+def newick_string(tree) -> str:
+    """Newick text of a tree, tip names verbatim (quoted only where they hold
+    Newick's special characters), branch lengths with 6 significant digits
+    (negative lengths written as 0)."""
+    parts: list[str] = []
+
+    def emit(node) -> None:
+        # iterative would be safer for huge trees; recursion depth is the tree height
+        if node.children:
+            parts.append("(")
+            for k, child in enumerate(node.children):
+                if k:
+                    parts.append(",")
+                emit(child)
+            parts.append(")")
+        if node.name is not None and (not node.children or node.name):
+            parts.append(_newick_name(str(node.name)))
+        if node.length is not None and node.parent is not None:
+            parts.append(":" + _fmt_length(node.length))
+
+    import sys
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 10 * tree.count() + 1000))
+    try:
+        emit(tree)
+    finally:
+        sys.setrecursionlimit(limit)
+    return "".join(parts) + ";\n"
+
+
+def write_newick(path: str | os.PathLike, tree) -> None:
+    """The tree in Newick, written atomically (``"-"`` for standard output)."""
+    with atomic_output(path) as handle:
+        handle.write(newick_string(tree).encode())
+
+
+def write_distances(path: str | os.PathLike, dm, fmt: str = "phylip") -> None:
+    """The distance matrix, written atomically: ``phylip`` (scikit-bio's
+    ``phylip_dm``: relaxed PHYLIP, ids of any length, square layout) or
+    ``lsmat`` (tab-separated with a header row)."""
+    buf = io.StringIO()
+    if fmt == "phylip":
+        dm.write(buf, format="phylip_dm", layout="square")
+    elif fmt == "lsmat":
+        dm.write(buf, format="lsmat")
+    else:
+        raise OptionError(f"unknown distance format {fmt!r}: expected phylip or lsmat")
+    with atomic_output(path) as handle:
+        handle.write(buf.getvalue().encode())

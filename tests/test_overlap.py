@@ -1,0 +1,163 @@
+"""Read overlaps (pairalign.pipelines.overlap), PAF, and the ``overlap`` command."""
+
+from __future__ import annotations
+
+import csv
+import random
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from pairalign.cli import main
+from pairalign.cigar import parse_cigar
+from pairalign.pipelines.overlap import (find_overlaps, overlap_table, reverse_complement,
+                                         write_paf)
+from pairalign.sequences import records_from_python
+
+#: The deterministic subset of reads_cdiph.fa tested: reads whose true genome
+#: start is below this (79 reads, ~8 s on 2 cores).
+MAX_START = 10_000
+RECALL_MIN = 150
+
+
+@pytest.fixture(scope="module")
+def truth(data_dir):
+    with open(data_dir / "reads_cdiph.truth.tsv") as fh:
+        return {r["id"]: (int(r["start"]), int(r["end"]), r["strand"])
+                for r in csv.DictReader(fh, delimiter="\t")}
+
+
+@pytest.fixture(scope="module")
+def subset(records, truth):
+    r = records("reads_cdiph.fa")
+    keep = [k for k, i in enumerate(r.ids) if truth[i][0] < MAX_START]
+    return records_from_python([r.sequences[k] for k in keep], ids=[r.ids[k] for k in keep],
+                               alphabet="dna")
+
+
+@pytest.fixture(scope="module")
+def table(subset):
+    return overlap_table(subset, backend="cpu")
+
+
+def _true_pairs(ids, truth, min_len):
+    s = np.array([truth[i][0] for i in ids])
+    e = np.array([truth[i][1] for i in ids])
+    ov = np.minimum(e[:, None], e[None, :]) - np.maximum(s[:, None], s[None, :])
+    a, b = np.nonzero(np.triu(ov >= min_len, k=1))
+    return {(ids[i], ids[j]) for i, j in zip(a.tolist(), b.tolist())}
+
+
+def test_recall_precision_on_cdiph_subset(subset, table, truth):
+    assert len(subset) == 79
+    recs = table.records()
+    reported = {(o.query, o.target) for o in recs}
+    assert len(reported) == len(recs)  # one strand per pair
+    true_long = _true_pairs(subset.ids, truth, RECALL_MIN)
+    true_any = _true_pairs(subset.ids, truth, 1)
+    recall = len(true_long & reported) / len(true_long)
+    precision = len(reported & true_any) / len(reported)
+    assert len(true_long) > 300
+    assert recall >= 0.99, sorted(true_long - reported)[:10]
+    assert precision >= 0.99, sorted(reported - true_any)[:10]
+    # strands: + when both reads come from the same genome strand
+    for o in recs:
+        assert (o.strand == "+") == (truth[o.query][2] == truth[o.target][2]), o
+
+
+def test_kinds_from_truth(subset, table, truth):
+    """Containments and overlaps agree with the genome intervals (10 bp slack)."""
+    for o in table.records():
+        (qs, qe, _), (ts, te, _) = truth[o.query], truth[o.target]
+        q_in = qs >= ts - 10 and qe <= te + 10
+        t_in = ts >= qs - 10 and te <= qe + 10
+        if o.kind == "containment":
+            assert q_in or t_in, o
+            assert o.contained == (o.query if q_in and (not t_in or o.query_length
+                                                         <= o.target_length) else o.target)
+        else:
+            assert o.contained is None
+
+
+def test_records_consistent_with_sequences(subset, table):
+    seqs = dict(zip(subset.ids, subset.sequences))
+    for o in table.records():
+        q, t = seqs[o.query], seqs[o.target]
+        assert o.query_length == len(q) and o.target_length == len(t)
+        assert 0 <= o.query_start < o.query_end <= len(q)
+        assert 0 <= o.target_start < o.target_end <= len(t)
+        assert o.overlap_length >= 100 and o.identity >= 0.8
+        # the CIGAR (minimap2's convention: along the target's forward strand, the
+        # query reverse-complemented for '-') spells the reported segments
+        qseg = q[o.query_start:o.query_end]
+        if o.strand == "-":
+            qseg = reverse_complement(qseg)
+        tseg = t[o.target_start:o.target_end]
+        i = j = same = cols = 0
+        for n, op in parse_cigar(o.cigar):
+            cols += n
+            if op == "M":
+                same += sum(a == b for a, b in zip(qseg[i:i + n], tseg[j:j + n]))
+                i += n
+                j += n
+            elif op == "I":
+                i += n
+            else:
+                j += n
+        assert (i, j) == (len(qseg), len(tseg)), o
+        assert (same, cols) == (o.matches, o.aligned_length), o
+
+
+def test_synthetic_cases():
+    rng = random.Random(7)
+    g = "".join(rng.choice("ACGT") for _ in range(1200))
+    reads = [g[0:600], reverse_complement(g[400:1000]), g[100:400], g[900:1200]]
+    ovl = {(o.query, o.target): o for o in find_overlaps(reads, min_overlap=90,
+                                                         backend="cpu")}
+    assert set(ovl) == {("seq1", "seq2"), ("seq1", "seq3"), ("seq2", "seq4")}
+    o = ovl["seq1", "seq2"]
+    assert (o.strand, o.kind, o.query_start, o.query_end, o.target_start, o.target_end) == \
+        ("-", "overlap", 400, 600, 400, 600)
+    o = ovl["seq1", "seq3"]
+    assert (o.strand, o.kind, o.contained) == ("+", "containment", "seq3")
+    assert (o.query_start, o.query_end, o.target_start, o.target_end) == (100, 400, 0, 300)
+    o = ovl["seq2", "seq4"]  # g[900:1000] lies at rc positions 0-100 of read 2
+    assert (o.strand, o.kind, o.query_start, o.query_end) == ("-", "overlap", 0, 100)
+    assert (o.target_start, o.target_end) == (0, 100)
+    assert find_overlaps(reads, min_overlap=301, backend="cpu") == []
+
+
+def test_paf_and_cli(tmp_path, subset, table):
+    fasta = tmp_path / "reads.fa"
+    n = 25
+    fasta.write_text("".join(f">{i}\n{s}\n" for i, s in
+                             zip(subset.ids[:n], subset.sequences[:n])))
+    res = CliRunner().invoke(main, ["overlap", str(fasta), "-o", str(tmp_path / "o.paf"),
+                                    "--min-overlap", "100", "--min-identity", "0.8",
+                                    "--backend", "cpu"])
+    assert res.exit_code == 0, res.output
+    lines = (tmp_path / "o.paf").read_text().splitlines()
+    ids = set(subset.ids[:n])
+    expected = [o for o in table.records() if o.query in ids and o.target in ids]
+    assert len(lines) == len(expected) > 0
+    for line, o in zip(lines, expected):
+        f = line.split("\t")
+        assert f[:12] == [o.query, str(o.query_length), str(o.query_start),
+                          str(o.query_end), o.strand, o.target, str(o.target_length),
+                          str(o.target_start), str(o.target_end), str(o.matches),
+                          str(o.aligned_length), "255"]
+        assert f[12] == "tp:A:S" and f[13] == f"AS:i:{o.score}" and f[14] == f"cg:Z:{o.cigar}"
+    res = CliRunner().invoke(main, ["overlap", str(fasta), "--mode", "local"])
+    assert res.exit_code == 2
+    prot = tmp_path / "p.fa"
+    prot.write_text(">a\nMKVLAWHEQ\n>b\nMKVLAWHEQ\n")
+    res = CliRunner().invoke(main, ["overlap", str(prot)])
+    assert res.exit_code == 2 and "DNA" in res.output
+
+
+def test_write_paf_handle(table):
+    import io
+    b = io.BytesIO()
+    write_paf(b, table)
+    assert b.getvalue().decode().count("\n") == len(table)

@@ -1,0 +1,166 @@
+"""Distances and guide trees (pairalign.pipelines.tree) and the ``tree`` command."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import pairalign
+from pairalign.cli import main
+from pairalign.pipelines.tree import (KIMURA_MAX, distance_matrix, guide_tree,
+                                      newick_string, write_distances, write_newick)
+from pairalign.sequences import records_from_python
+
+N = 40  # adeno fiber proteins used (clustalo on all 242 takes ~10-20 s)
+
+
+@pytest.fixture(scope="module")
+def adeno(records):
+    r = records("adeno_fiber.faa")
+    return records_from_python(r.sequences[:N], ids=r.ids[:N])
+
+
+@pytest.fixture(scope="module")
+def result(adeno):
+    return pairalign.align_all(adeno, mode="global", backend="cpu")
+
+
+def _check_matrix(dm, ids):
+    d = dm.data
+    assert list(dm.ids) == list(ids)
+    assert np.allclose(d, d.T)
+    assert np.all(np.diag(d) == 0)
+    assert np.all(d >= 0)
+
+
+def test_identity_distance_is_one_minus_identity(result):
+    dm = distance_matrix(result, "identity")
+    _check_matrix(dm, result.ids)
+    for rec in result:
+        assert dm[rec.query_index, rec.target_index] == pytest.approx(
+            1 - rec.identities / rec.length)
+
+
+def test_kimura_distance(result):
+    ident = distance_matrix(result, "identity").data
+    kim = distance_matrix(result, "kimura")
+    _check_matrix(kim, result.ids)
+    p = ident
+    arg = 1 - p - 0.2 * p * p
+    with np.errstate(divide="ignore"):
+        expected = np.where(arg > 0, np.minimum(-np.log(np.where(arg > 0, arg, 1)), KIMURA_MAX),
+                            KIMURA_MAX)
+    assert np.allclose(kim.data, expected)
+    assert np.all(kim.data >= ident - 1e-12)  # the correction only stretches
+
+
+def test_kimura_cap():
+    res = pairalign.align_all(["WWWWWWWWWW", "PPPPPPPPPP", "WWWWWWWWWW"], mode="global",
+                              backend="cpu")
+    d = distance_matrix(res, "kimura")
+    assert d[0, 1] == KIMURA_MAX and d[0, 2] == 0
+
+
+def test_score_distance(result):
+    dm = distance_matrix(result, "score")
+    _check_matrix(dm, result.ids)
+    sc = result.scoring
+    self_s = [sum(int(sc.score(c, c)) for c in s) for s in result.sequences]
+    for rec in list(result)[:50]:
+        expected = max(0.0, 1 - rec.score / min(self_s[rec.query_index],
+                                                 self_s[rec.target_index]))
+        assert dm[rec.query_index, rec.target_index] == pytest.approx(expected)
+    same = pairalign.align_all(["MKVLAW", "MKVLAW"], mode="global", backend="cpu",
+                               traceback=False)
+    assert distance_matrix(same, "score")[0, 1] == 0
+
+
+def test_identity_needs_traceback():
+    res = pairalign.align_all(["MKVLAW", "MKVIAW"], traceback=False, backend="cpu")
+    with pytest.raises(pairalign.OptionError):
+        distance_matrix(res, "identity")
+
+
+@pytest.mark.parametrize("method", ["upgma", "nj"])
+def test_tree_has_all_tips(adeno, method):
+    dm, tree = guide_tree(adeno, method=method, backend="cpu")
+    names = sorted(t.name for t in tree.tips())
+    assert names == sorted(adeno.ids)
+    assert len(tree.children) == 2  # rooted, as MSA tools want
+
+
+def test_newick_ids_verbatim():
+    from skbio import TreeNode
+
+    recs = records_from_python(["MKVLAWHE", "MKVIAWHE", "PRQLAYHE", "PRQLAYHD"],
+                               ids=["SPIKE_ADE08/182-358", "P1;1knb", "c_d", "x'y"])
+    dm, tree = guide_tree(recs, backend="cpu")
+    text = newick_string(tree)
+    assert "SPIKE_ADE08/182-358:" in text and "'P1;1knb':" in text and "'x''y':" in text
+    back = TreeNode.read(io.StringIO(text), format="newick", convert_underscores=False)
+    assert sorted(t.name for t in back.tips()) == sorted(recs.ids)
+
+
+def test_writers(tmp_path, result):
+    from skbio import DistanceMatrix, TreeNode
+
+    dm = distance_matrix(result)
+    write_distances(tmp_path / "d.phylip", dm)
+    back = DistanceMatrix.read(str(tmp_path / "d.phylip"), format="phylip_dm")
+    assert list(back.ids) == list(dm.ids)  # long ids kept (relaxed PHYLIP)
+    assert np.allclose(back.data, dm.data)
+    write_distances(tmp_path / "d.lsmat", dm, fmt="lsmat")
+    assert np.allclose(DistanceMatrix.read(str(tmp_path / "d.lsmat")).data, dm.data)
+    write_newick(tmp_path / "t.nwk", guide_tree(result.sequences)[1])
+    TreeNode.read(str(tmp_path / "t.nwk"), format="newick")
+    assert not list(tmp_path.glob(".*.part"))
+
+
+@pytest.mark.parametrize("method", ["upgma", "nj"])
+def test_clustalo_accepts_tree(tmp_path, data_dir, adeno, method):
+    if shutil.which("clustalo") is None:
+        pytest.skip("clustalo not installed (Debian package clustalo)")
+    fasta = tmp_path / "in.fa"
+    fasta.write_text("".join(f">{i}\n{s}\n" for i, s in zip(adeno.ids, adeno.sequences)))
+    res = CliRunner().invoke(main, ["tree", str(fasta), "-o", str(tmp_path / "g.nwk"),
+                                    "--distances", str(tmp_path / "d.phylip"),
+                                    "--method", method, "--backend", "cpu"])
+    assert res.exit_code == 0, res.output
+    proc = subprocess.run(["clustalo", "-i", str(fasta), "--guidetree-in",
+                           str(tmp_path / "g.nwk"), "-o", str(tmp_path / "msa.fa"),
+                           "--force", "--threads", "2"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    msa = (tmp_path / "msa.fa").read_text()
+    assert sorted(line[1:] for line in msa.splitlines() if line.startswith(">")) == \
+        sorted(adeno.ids)
+
+
+def test_clustalo_rejects_a_wrong_name(tmp_path, adeno):
+    """The acceptance test means something: clustalo checks the tip names."""
+    if shutil.which("clustalo") is None:
+        pytest.skip("clustalo not installed")
+    fasta = tmp_path / "in.fa"
+    fasta.write_text("".join(f">{i}\n{s}\n" for i, s in zip(adeno.ids, adeno.sequences)))
+    _, tree = guide_tree(adeno, backend="cpu")
+    (tmp_path / "g.nwk").write_text(newick_string(tree).replace(adeno.ids[0], "nosuchid"))
+    proc = subprocess.run(["clustalo", "-i", str(fasta), "--guidetree-in",
+                           str(tmp_path / "g.nwk"), "-o", str(tmp_path / "msa.fa"),
+                           "--force"], capture_output=True, text=True)
+    assert proc.returncode != 0
+
+
+def test_cli_tree_options(tmp_path, adeno):
+    fasta = tmp_path / "in.fa"
+    fasta.write_text("".join(f">{i}\n{s}\n" for i, s in zip(adeno.ids, adeno.sequences)))
+    for distance in ("kimura", "score"):
+        res = CliRunner().invoke(main, ["tree", str(fasta), "--distance", distance,
+                                        "--backend", "cpu"])
+        assert res.exit_code == 0, res.output
+        assert res.stdout.strip().endswith(";")
+    res = CliRunner().invoke(main, ["tree", str(fasta), "--method", "bogus"])
+    assert res.exit_code == 2
