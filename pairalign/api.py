@@ -40,15 +40,37 @@ def make_scoring(alphabet: str, matrix: str | None = None, gap_open: int | None 
                           match=match, mismatch=mismatch)
 
 
-def _run(rows: SequenceRecords, cols: SequenceRecords | None, mode: str, scoring: Scoring,
-         traceback: bool, backend, threads, devices, max_memory, window,
-         progress) -> AlignmentResult:
+def _job(rows: SequenceRecords, cols: SequenceRecords | None, mode: str, scoring: Scoring,
+         traceback: bool, backend, threads, devices):
     _check_mode(mode)
     be = get_backend(backend, threads=threads, devices=devices)
     job = Job(mode, scoring, traceback, SortedSet.encode(rows.sequences, scoring),
               None if cols is None else SortedSet.encode(cols.sequences, scoring))
+    return be, job
+
+
+def plan_all(sequences: SequencesLike, *, mode: Mode = "local", matrix: str | None = None,
+             gap_open: int | None = None, gap_extend: int | None = None,
+             match: int | None = None, mismatch: int | None = None,
+             alphabet: str | None = None, traceback: bool = True, backend: str = "auto",
+             threads: int | None = None, devices: Sequence[int] | None = None,
+             max_memory: int | str = DEFAULT_MAX_MEMORY, window: int | None = None):
+    """The plan of :func:`align_all` without running it: pairs, cells, windows per
+    device, memory and predicted time (see :func:`pairalign.engine.plan`)."""
+    from .engine import plan
+
+    recs = load(sequences, alphabet)
+    scoring = make_scoring(recs.alphabet, matrix, gap_open, gap_extend, match, mismatch)
+    be, job = _job(recs, None, mode, scoring, traceback, backend, threads, devices)
+    return plan(job, be, parse_memory(max_memory), window)
+
+
+def _run(rows: SequenceRecords, cols: SequenceRecords | None, mode: str, scoring: Scoring,
+         traceback: bool, backend, threads, devices, max_memory, window,
+         progress, client=None) -> AlignmentResult:
+    be, job = _job(rows, cols, mode, scoring, traceback, backend, threads, devices)
     pairs = run_job(job, be, max_memory=parse_memory(max_memory), width=window,
-                    progress=progress)
+                    progress=progress, client=client)
     return AlignmentResult(rows.ids, None if cols is None else cols.ids, pairs, mode,
                            scoring, traceback, rows.sequences,
                            None if cols is None else cols.sequences)
@@ -71,6 +93,7 @@ def align_all(
     max_memory: int | str = DEFAULT_MAX_MEMORY,
     window: int | None = None,
     progress: Progress | None = None,
+    client=None,
 ) -> AlignmentResult:
     """Align every pair of a set of sequences.
 
@@ -102,6 +125,9 @@ def align_all(
         Window width (a multiple of 16); sized from ``max_memory`` by default.
     progress : callable, optional
         Called as ``progress(pairs_done, pairs_total)`` after each window.
+    client : dask.distributed.Client, optional
+        Run the windows as Dask tasks on a cluster (see
+        :func:`pairalign.scheduler.distributed.connect`); output is identical.
 
     Returns
     -------
@@ -119,7 +145,7 @@ def align_all(
     recs = load(sequences, alphabet)
     scoring = make_scoring(recs.alphabet, matrix, gap_open, gap_extend, match, mismatch)
     return _run(recs, None, mode, scoring, traceback, backend, threads, devices,
-                max_memory, window, progress)
+                max_memory, window, progress, client)
 
 
 def align_many(
@@ -140,6 +166,7 @@ def align_many(
     max_memory: int | str = DEFAULT_MAX_MEMORY,
     window: int | None = None,
     progress: Progress | None = None,
+    client=None,
 ) -> AlignmentResult:
     """Align every query with every target (a rectangle of pairs).
 
@@ -157,7 +184,7 @@ def align_many(
     t = load(targets, alphabet or q.alphabet)
     scoring = make_scoring(q.alphabet, matrix, gap_open, gap_extend, match, mismatch)
     return _run(q, t, mode, scoring, traceback, backend, threads, devices, max_memory,
-                window, progress)
+                window, progress, client)
 
 
 def align_pair(

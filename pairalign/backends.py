@@ -30,7 +30,9 @@ def get_backend(name: str = "auto", threads: int | None = None,
     threads : int, optional
         CPU cores (CPU backend).
     devices : sequence of int, optional
-        GPU ordinals (GPU backend); the first visible by default.
+        GPU ordinals (GPU backend); every visible device by default. With
+        several, the engine runs one worker per device (each its own
+        ``GPUBackend(devices=[d])``), taking windows in LPT order.
     """
     if name not in BACKENDS:
         raise OptionError(f"unknown backend {name!r}: expected one of {', '.join(BACKENDS)}")
@@ -41,7 +43,32 @@ def get_backend(name: str = "auto", threads: int | None = None,
             raise OptionError("backend 'gpu' asked for, but CuPy sees no CUDA device")
         from .kernels.gpu_backend import GPUBackend
 
-        return GPUBackend(devices=devices)
+        return GPUBackend(devices=_gpu_devices(devices))
     from .kernels.cpu_backend import CPUBackend
 
     return CPUBackend(threads=threads)
+
+
+def gpu_count() -> int:
+    """Number of CUDA devices CuPy sees (0 without CuPy or a driver)."""
+    try:
+        import cupy
+
+        return int(cupy.cuda.runtime.getDeviceCount())
+    except Exception:
+        return 0
+
+
+def _gpu_devices(devices: Sequence[int] | None) -> list[int]:
+    """The ordinals to run on: those given (checked), or every visible device."""
+    count = gpu_count()
+    if devices is None or len(devices) == 0:
+        return list(range(count))
+    out = [int(d) for d in devices]
+    if len(set(out)) != len(out):
+        raise OptionError(f"a device is listed twice in {out}")
+    bad = [d for d in out if not 0 <= d < count]
+    if bad:
+        raise OptionError(f"no CUDA device {bad[0]}: {count} visible "
+                          f"(ordinals 0 to {count - 1})")
+    return out

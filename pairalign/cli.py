@@ -25,7 +25,8 @@ from __future__ import annotations
 import click
 
 from . import __version__
-from .api import align_all
+from .api import align_all, plan_all
+from .engine import format_plan
 from .cli_options import (OneLineErrorGroup, handle_errors, run_kwargs, run_options,
                           scoring_kwargs, scoring_options)
 from .errors import OptionError
@@ -77,10 +78,13 @@ def _check_output_options(output: str, fmt: str, no_traceback: bool, cigar_m: bo
 @click.option("--min-identity", type=click.FloatRange(0, 1), default=None, metavar="FRACTION",
               help="Keep the pairs whose identity (identical columns / alignment "
                    "columns, 0 to 1) is at least this.")
+@click.option("--dry-run", is_flag=True,
+              help="Print the plan (pairs, cells, windows per device, memory, predicted "
+                   "time) and exit without aligning.")
 @run_options
 @handle_errors
 def all_vs_all(input, output, fmt, no_traceback, cigar_m, min_score, min_identity,
-               **params) -> None:
+               dry_run, **params) -> None:
     """Align every pair of sequences of INPUT (FASTA or FASTQ, plain or gzip;
     '-' for standard input).
 
@@ -95,6 +99,14 @@ def all_vs_all(input, output, fmt, no_traceback, cigar_m, min_score, min_identit
     empty local alignment).
     """
     _check_output_options(output, fmt, no_traceback, cigar_m, min_score, min_identity)
+    if dry_run:
+        params.pop("quiet", None)
+        params.pop("cluster", None)
+        run = {k: v for k, v in run_kwargs(params).items() if k not in ("progress", "client")}
+        plan = plan_all(input, traceback=not no_traceback and fmt == "tsv",
+                        **scoring_kwargs(params), **run)
+        click.echo(format_plan(plan))
+        return
     with atomic_output(output) as handle:  # an unwritable -o fails before aligning
         result = align_all(input, traceback=not no_traceback and fmt == "tsv",
                            **scoring_kwargs(params), **run_kwargs(params))
@@ -109,27 +121,6 @@ def all_vs_all(input, output, fmt, no_traceback, cigar_m, min_score, min_identit
 # ---------------------------------------------------------------------------------
 # pipelines: guide trees, read overlaps, query-against-targets search
 # ---------------------------------------------------------------------------------
-
-_SCORING_NAMES = ("mode", "matrix", "match", "mismatch", "gap_open", "gap_extend", "alphabet")
-_RUN_NAMES = ("backend", "threads", "devices", "max_memory", "window")
-
-
-def _pipeline_kwargs(params: dict) -> dict:
-    """Scoring and run options of a pipeline command as ``align_*`` arguments."""
-    from .cli_options import parse_devices as _parse_devices
-
-    out = {name: params.pop(name) for name in _SCORING_NAMES + _RUN_NAMES if name in params}
-    if isinstance(out.get("devices"), str):
-        out["devices"] = _parse_devices(out["devices"])
-    quiet = params.pop("quiet", True)
-    try:
-        from .cli_options import progress_reporter
-    except ImportError:
-        progress_reporter = None
-    if progress_reporter is not None:
-        out["progress"] = progress_reporter(quiet)
-    return out
-
 
 @main.command("tree")
 @click.argument("input", metavar="INPUT")
@@ -159,7 +150,7 @@ def tree_command(input, output, distances, method, distance, **params) -> None:
     from .pipelines.tree import guide_tree, write_distances, write_newick
 
     dm, tree = guide_tree(input, method=method, distance=distance,
-                          **_pipeline_kwargs(params))
+                          **scoring_kwargs(params), **run_kwargs(params))
     if distances is not None:
         write_distances(distances, dm)
     write_newick(output, tree)
@@ -186,7 +177,7 @@ def overlap_command(reads, output, min_overlap, min_identity, **params) -> None:
     """
     from .pipelines.overlap import overlap_table, write_paf
 
-    kwargs = _pipeline_kwargs(params)
+    kwargs = {**scoring_kwargs(params), **run_kwargs(params)}
     if kwargs.pop("mode") != "semiglobal":
         raise OptionError("overlap: alignments are semiglobal (drop --mode)")
     table = overlap_table(reads, min_overlap=min_overlap, min_identity=min_identity,
@@ -219,7 +210,7 @@ def search_command(queries, targets, output, top, fmt, **params) -> None:
     """
     from .pipelines.search import search, write_blast6, write_search_tsv
 
-    result, hits = search(queries, targets, top=top, **_pipeline_kwargs(params))
+    result, hits = search(queries, targets, top=top, **scoring_kwargs(params), **run_kwargs(params))
     (write_blast6 if fmt == "blast6" else write_search_tsv)(output, result, hits)
 
 

@@ -251,6 +251,8 @@ def run_options(f: Callable | None = None):
         click.option("--window", type=int, default=None, callback=_window,
                      help="Window width in pairs, a multiple of 16. "
                           "[default: sized from --max-memory]"),
+        click.option("--cluster", metavar="tcp://HOST:PORT", default=None,
+                     help="Run the windows as tasks of a Dask distributed scheduler."),
         click.option("--quiet", "-q", is_flag=True,
                      help="No progress on stderr (shown only on a terminal)."),
     ])
@@ -260,33 +262,21 @@ def run_options(f: Callable | None = None):
 def scoring_kwargs(params: dict) -> dict:
     """Take the scoring options out of ``params``: keyword arguments for
     :func:`pairalign.align_all` / :func:`pairalign.align_many`."""
-    return {name: params.pop(name) for name in SCORING_PARAMS}
+    return {name: params.pop(name) for name in SCORING_PARAMS if name in params}
 
 
 def run_kwargs(params: dict) -> dict:
     """Take the run options out of ``params``: keyword arguments for
-    :func:`pairalign.align_all` / :func:`pairalign.align_many`, progress included."""
-    out = {name: params.pop(name) for name in RUN_PARAMS}
-    out["progress"] = progress_reporter(out.pop("quiet"))
+    :func:`pairalign.align_all` / :func:`pairalign.align_many`, progress (a bar on a
+    terminal's stderr, see :func:`pairalign.progress.terminal_progress`) and the
+    Dask client included."""
+    from .progress import terminal_progress
+
+    out = {name: params.pop(name) for name in RUN_PARAMS if name in params}
+    out["progress"] = terminal_progress(out.pop("quiet", False))
+    cluster = params.pop("cluster", None)
+    if cluster:
+        from .scheduler.distributed import connect
+
+        out["client"] = connect(cluster)
     return out
-
-
-def progress_reporter(quiet: bool = False, stream=None):
-    """A ``progress(done, total)`` callback writing one updating line to a
-    terminal's stderr (at most twice a second), or None when quiet or when
-    stderr is not a terminal (logs and pipes get no progress)."""
-    stream = sys.stderr if stream is None else stream
-    if quiet or not getattr(stream, "isatty", lambda: False)():
-        return None
-    last = [0.0]
-
-    def report(done: int, total: int) -> None:
-        now = time.monotonic()
-        if done < total and now - last[0] < 0.5:
-            return
-        last[0] = now
-        end = "\n" if done >= total else ""
-        stream.write(f"\rpairalign: aligned {done:,} of {total:,} pairs "
-                     f"({100 * done / max(total, 1):.0f}%){end}")
-        stream.flush()
-    return report

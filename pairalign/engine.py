@@ -1,17 +1,58 @@
-"""Run a job's windows on a backend and gather the pairs in input order."""
+"""Run a job's windows on one or more workers and gather the pairs.
+
+The run, in order:
+
+1. **Windows.** The pair triangle (or rectangle) is cut into windows of ``W x W``
+   sorted positions, ``W`` from the memory budget (:func:`window_width`).
+2. **LPT.** Windows are ranked by cost (DP cells), largest first; with several
+   workers, large ones are cut further so that the workers can balance
+   (:func:`pairalign.scheduler.lpt.balance`).
+3. **Workers.** One thread per worker: per GPU a backend of its own
+   (``GPUBackend(devices=[d])``, its own prepared state: sequences on that
+   device), or one CPU backend whose numba kernels use the cores inside each
+   window. A worker falling idle takes the next window of the shared queue; a
+   GPU worker feeds its windows to the backend's pipelined ``run_windows``
+   (several windows in flight on streams). A window too large for a device's
+   free memory is split and the pieces put back; a block of 16 x 16 pairs that
+   still does not fit goes to a CPU fallback worker.
+4. **Failures.** A window whose run raises (out of memory, any CUDA error) is
+   put back: the windows in flight with it run again alone; one that fails
+   alone is quartered (the quarters go to any worker), and one that cannot be
+   split is tried on another worker, then on the CPU. A worker failing three
+   times in a row with errors other than out-of-memory retires (its device is
+   taken as lost). Every pair is counted:
+   nothing is lost or given twice, or the run raises.
+5. **Results.** Workers hand results through a bounded queue to the consumer
+   (:func:`iter_windows`), which maps them to input indices; :func:`run_job`
+   gathers them in input order.
+
+Output is identical whatever the number of workers, the order in which they
+finish, or the failures met: every pair is computed the same way in any window
+(the longer sequence as the query), and :func:`run_job` sorts pairs by input
+order.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import math
+import queue as _queue
+import threading
 import time
-from typing import Callable, Protocol
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Callable, Iterator, Protocol
 
 import numpy as np
 
 from .errors import OptionError
 from .job import Job
 from .pairs import PairBatch
-from .scheduler.windows import BLOCK, Window, plan_windows, split_window
+from .scheduler import cost as _cost
+from .scheduler.devices import (bind_thread, is_out_of_memory, label as _label,
+                                min_window_pairs, recover, worker_backends)
+from .scheduler.lpt import Cancelled, Item, WorkQueue, balance, lpt_assign, lpt_order
+from .scheduler.windows import BLOCK, Window, plan_windows, split_window, window_pairs
 
 #: Default memory budget for one run's working buffers (``--max-memory``).
 DEFAULT_MAX_MEMORY = 4 << 30
@@ -20,6 +61,10 @@ DEFAULT_MAX_MEMORY = 4 << 30
 _PAIR_BYTES = 48
 #: Bytes per alignment operation slot (code, run length) reserved per pair.
 _OP_BYTES = 5
+#: Failures in a row after which a worker (its device) is given up.
+RETIRE_AFTER = 3
+#: Failures one window (with the windows it was cut from) may meet before the run fails.
+MAX_WINDOW_FAILURES = 8
 
 Progress = Callable[[int, int], None]
 
@@ -73,56 +118,96 @@ def window_width(job: Job, backend: Backend, max_memory: int,
     return max(BLOCK, min(256, w // BLOCK * BLOCK))
 
 
-def run_job(job: Job, backend: Backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
-            width: int | None = None, progress: Progress | None = None,
-            timings: dict | None = None) -> PairBatch:
-    """Align every pair of ``job``; pairs come back in input order.
+# ---------------------------------------------------------------------------------
+# orientation and order
+# ---------------------------------------------------------------------------------
 
-    For all-vs-all, pair ``(i, j)`` with ``i < j`` in input order is reported
-    from ``i``'s side. It is computed with the longer sequence (the earlier one
-    on equal lengths) as the query, whatever the window size, so every backend
-    and every run gives the same alignment.
+
+def to_input(job: Job, batch: PairBatch) -> PairBatch:
+    """Map sorted positions to input indices; all-vs-all pairs seen from the lower index."""
+    q = job.rows.order[batch.query]
+    t = job.col_set.order[batch.target]
+    batch = PairBatch(**{**batch.__dict__, "query": q, "target": t})
+    if job.triangle:
+        batch = batch.swapped(q > t)
+    return batch
+
+
+def pair_rank(job: Job, batch: PairBatch) -> np.ndarray:
+    """Each pair's position in input order (row-major; upper triangle for all-vs-all)."""
+    n = np.int64(len(job.rows))
+    q, t = batch.query.astype(np.int64), batch.target.astype(np.int64)
+    if job.triangle:
+        return q * (2 * n - q - 1) // 2 + (t - q - 1)
+    return q * np.int64(len(job.cols)) + t
+
+
+def orient(job: Job, batch: PairBatch) -> PairBatch:
+    """Map sorted positions to input indices and sort pairs in input order.
+
+    ``batch`` must hold every pair of the job exactly once.
     """
-    clock = time.perf_counter()
-    w = window_width(job, backend, max_memory, width)
-    col_lengths = None if job.triangle else job.cols.lengths
-    windows = plan_windows(job.rows.lengths, col_lengths, w)
-    state = backend.prepare(job)
-    total = sum(x.pairs for x in windows)
-    fitted = [pair for win in windows for pair in fit_window(job, backend, win)]
-    on_device = [sub for sub, fits in fitted if fits]
-    too_large = [sub for sub, fits in fitted if not fits]
-    runner = getattr(backend, "run_windows", None)
-    if runner is None:
-        def runner(job, state, subs):
-            return (backend.run_window(job, state, sub) for sub in subs)
-    done = 0
-    batches = []
-    for batch in runner(job, state, on_device):
-        batches.append(batch)
-        done += len(batch)
-        if progress is not None:
-            progress(done, total)
-    if too_large:  # blocks too large for the device: the CPU aligns them
-        from .kernels.cpu_backend import CPUBackend
-
-        cpu = CPUBackend()
-        cpu.fit_memory(job, max_memory)
-        cpu_state = cpu.prepare(job)
-        for sub in too_large:
-            batches.append(cpu.run_window(job, cpu_state, sub))
-            done += sub.pairs
-            if progress is not None:
-                progress(done, total)
-    aligned = time.perf_counter()
-    out = orient(job, PairBatch.concat(batches))
-    if timings is not None:
-        timings["windows"] = timings.get("windows", 0.0) + aligned - clock
-        timings["order"] = timings.get("order", 0.0) + time.perf_counter() - aligned
-    return out
+    return _in_input_order(job, to_input(job, batch))
 
 
-def fit_window(job: Job, backend: Backend, w: Window) -> list[tuple[Window, bool]]:
+def _in_input_order(job: Job, batch: PairBatch) -> PairBatch:
+    pos = pair_rank(job, batch)
+    order = np.empty(len(batch), np.int64)
+    order[pos] = np.arange(len(batch))  # every pair is present once: a permutation
+    with _NUMBA:
+        return batch.take(order)
+
+
+def _sorted_by_rank(job: Job, batch: PairBatch) -> PairBatch:
+    """A batch (some of the pairs) sorted by input order."""
+    order = np.argsort(pair_rank(job, batch), kind="stable")
+    with _NUMBA:
+        return batch.take(order)
+
+
+class _NumbaGuard:
+    """Serialises numba parallel regions where the threading layer is not thread-safe.
+
+    numba's ``workqueue`` layer aborts when two threads launch parallel regions
+    at once; ``omp`` and ``tbb`` do not. The guard locks only under ``workqueue``.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._needed: bool | None = None
+
+    def needed(self) -> bool:
+        if self._needed is None:
+            try:
+                import numba
+
+                PairBatch.empty().take(np.zeros(0, np.int64))  # starts the layer
+                self._needed = numba.threading_layer() == "workqueue"
+            except Exception:
+                self._needed = True
+        return self._needed
+
+    def __enter__(self):
+        if self.needed():
+            self._lock.acquire()
+        return self
+
+    def __exit__(self, *exc):
+        if self._needed:
+            self._lock.release()
+        return False
+
+
+_NUMBA = _NumbaGuard()
+
+
+# ---------------------------------------------------------------------------------
+# fitting windows to a device
+# ---------------------------------------------------------------------------------
+
+
+def fit_window(job: Job, backend: Backend, w: Window,
+               budget: int | None = None) -> list[tuple[Window, bool]]:
     """``w``, or its quarters (recursively) where the device cannot hold it.
 
     Each window comes with whether the backend can hold it; one that cannot,
@@ -130,26 +215,941 @@ def fit_window(job: Job, backend: Backend, w: Window) -> list[tuple[Window, bool
     """
     if not hasattr(backend, "window_bytes"):
         return [(w, True)]
-    if backend.window_bytes(job, w) <= backend.device_budget():
+    if budget is None:
+        budget = backend.device_budget()
+    if backend.window_bytes(job, w) <= budget:
         return [(w, True)]
     if w.r1 - w.r0 <= BLOCK and w.c1 - w.c0 <= BLOCK:
         return [(w, False)]
     rows, cols = job.rows.lengths, job.col_set.lengths
-    return [x for sub in split_window(w, rows, cols) for x in fit_window(job, backend, sub)]
+    return [x for sub in split_window(w, rows, cols)
+            for x in fit_window(job, backend, sub, budget)]
 
 
-def orient(job: Job, batch: PairBatch) -> PairBatch:
-    """Map sorted positions to input indices and sort pairs in input order."""
-    q = job.rows.order[batch.query]
-    t = job.col_set.order[batch.target]
-    batch = PairBatch(**{**batch.__dict__, "query": q, "target": t})
-    if job.triangle:
-        batch = batch.swapped(q > t)
-    n = np.int64(len(job.rows))
-    if job.triangle:  # rank of (q, t), q < t, in row-major order of the upper triangle
-        pos = batch.query * (2 * n - batch.query - 1) // 2 + (batch.target - batch.query - 1)
+def window_memory(job: Job, backend: Backend, w: Window) -> int:
+    """Bytes a window's working buffers take: on the device (GPU), or on the host.
+
+    Host estimate (CPU): result columns, the operation slots reserved per pair
+    (``len_i + len_j`` each, with traceback) and one traceback matrix per thread.
+    """
+    if hasattr(backend, "window_bytes"):
+        return int(backend.window_bytes(job, w))
+    rows, cols = job.rows.lengths, job.col_set.lengths
+    total = w.pairs * _PAIR_BYTES
+    if job.traceback:
+        if not w.triangle or w.c0 >= w.r1:
+            ops = (w.c1 - w.c0) * int(rows[w.r0:w.r1].sum()) + (w.r1 - w.r0) * int(cols[w.c0:w.c1].sum())
+        elif w.c0 == w.r0 and w.c1 == w.r1:
+            ops = (w.r1 - w.r0 - 1) * int(rows[w.r0:w.r1].sum())
+        else:
+            pr, pc = window_pairs(w)
+            ops = int(rows[pr].sum() + cols[pc].sum())
+        total += ops * _OP_BYTES
+    threads = int(getattr(backend, "threads", 1) or 1)
+    try:
+        total += threads * int(backend.task_memory(job))
+    except Exception:
+        pass
+    return total
+
+
+# ---------------------------------------------------------------------------------
+# the work of a run: windows, their LPT rank, pieces
+# ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Work:
+    """What a run (or a plan) executes."""
+
+    workers: list
+    width: int
+    #: planned windows, in LPT rank order (largest first)
+    parents: list[Window]
+    #: each parent's pieces: cut so that several workers balance, then (GPU) so
+    #: that each fits the first device's memory
+    pieces: list[list[Window]]
+    #: blocks of 16 x 16 pairs that the device cannot hold: (parent, block), for the CPU
+    too_large: list[tuple[int, Window]] = field(default_factory=list)
+    #: the device budget the pieces were fitted to (``None``: not fitted, no device)
+    fit_budget: int | None = None
+
+    @property
+    def pairs(self) -> int:
+        return sum(w.pairs for w in self.parents)
+
+    @property
+    def cells(self) -> int:
+        return sum(w.cells for w in self.parents)
+
+    def items(self) -> list[Item]:
+        out = [Item(key=(p, k), window=w, parent=p)
+               for p, ws in enumerate(self.pieces) for k, w in enumerate(ws)]
+        out += [Item(key=(p, 1 << 30, k), window=w, parent=p, cpu=True)
+                for k, (p, w) in enumerate(self.too_large)]
+        return out
+
+
+def prepare_work(job: Job, backend, max_memory: int = DEFAULT_MAX_MEMORY,
+                 width: int | None = None, n_workers: int | None = None) -> Work:
+    """Workers, window width, windows in LPT order and their pieces.
+
+    For a device backend (one with ``window_bytes``), pieces are fitted here, as
+    the engine always did, to the first device's budget while nothing runs on
+    it; a worker whose device has at least that budget runs them unchecked,
+    another checks (and splits) each window before launching it.
+    """
+    workers = worker_backends(backend)
+    first = workers[0]
+    w = window_width(job, first, max_memory, width)
+    for other in workers[1:]:
+        other.fit_memory(job, max_memory)
+    col_lengths = None if job.triangle else job.cols.lengths
+    windows = plan_windows(job.rows.lengths, col_lengths, w)
+    parents = [windows[k] for k in lpt_order([x.cost for x in windows])]
+    n = len(workers) if n_workers is None else n_workers
+    pieces = balance(parents, job.rows.lengths, job.col_set.lengths, n,
+                     min_pairs=min_window_pairs(first))
+    work = Work(workers, w, parents, pieces)
+    if hasattr(first, "window_bytes") and parents:
+        budget = int(first.device_budget())
+        fitted: list[list[Window]] = []
+        for p, ws in enumerate(pieces):
+            mine = []
+            for piece in ws:
+                for sub, fits in fit_window(job, first, piece, budget):
+                    if fits:
+                        mine.append(sub)
+                    else:
+                        work.too_large.append((p, sub))
+            fitted.append(mine)
+        work.pieces = fitted
+        work.fit_budget = budget
+    return work
+
+
+def _default_fallback(first) -> Callable | None:
+    """A CPU backend for blocks that no device can hold (not for a CPU run)."""
+    if getattr(first, "name", "") == "cpu":
+        return None
+
+    def make():
+        from .kernels.cpu_backend import CPUBackend
+
+        return CPUBackend()
+    return make
+
+
+# ---------------------------------------------------------------------------------
+# the local scheduler: one thread per worker
+# ---------------------------------------------------------------------------------
+
+
+@dataclass
+class WorkerStats:
+    label: str
+    description: str
+    windows: int = 0
+    pairs: int = 0
+    cells: int = 0
+    busy_s: float = 0.0
+    failures: int = 0
+    retired: bool = False
+    predicted_s: float | None = None
+    #: per-window (pairs, cells, seconds) as measured
+    measured: list = field(default_factory=list)
+    backend_timings: dict | None = None
+
+    def as_dict(self) -> dict:
+        d = {k: getattr(self, k) for k in ("label", "description", "windows", "pairs",
+                                            "cells", "busy_s", "failures", "retired",
+                                            "predicted_s")}
+        if self.backend_timings is not None:
+            d["backend_timings"] = dict(self.backend_timings)
+        return d
+
+
+class _LocalRun:
+    """Threads that take windows from a :class:`WorkQueue` and put results in a queue."""
+
+    def __init__(self, job: Job, work: Work, max_memory: int, *, ordered: bool,
+                 buffer: int | None, fallback, max_failures: int | None = None) -> None:
+        self.job = job
+        self.work = work
+        self.max_memory = max_memory
+        n = len(work.workers)
+        depth = 2 * n + 2
+        self.q = WorkQueue(ahead=max(4, 2 * n) if ordered else None)
+        self.out: _queue.Queue = _queue.Queue(maxsize=buffer or depth)
+        self.labels = [_label(b, k) for k, b in enumerate(work.workers)]
+        if len(set(self.labels)) != n:
+            self.labels = [f"{lab}#{k}" for k, lab in enumerate(self.labels)]
+        self.stats = [WorkerStats(lab, _describe(b)) for lab, b in zip(self.labels, work.workers)]
+        self.live = set(self.labels)
+        self.alive_threads: set[str] = set()
+        self.lock = threading.Lock()
+        self.failures = 0
+        self.retries = 0
+        # failures are bounded by construction (windows split down to blocks, blocks
+        # move on to other workers and the CPU, and then the run fails); this is a
+        # further limit for callers that want one
+        self.max_failures = max_failures
+        self.fallback_factory = fallback
+        self.fallback_stats: WorkerStats | None = None
+        self.threads: list[threading.Thread] = []
+        self.rows, self.cols = job.rows.lengths, job.col_set.lengths
+
+    # -- set-up --------------------------------------------------------------------
+    def start(self) -> None:
+        items = self.work.items()
+        if any(it.cpu for it in items) and self.fallback_factory is None:
+            raise OptionError("some 16 x 16 blocks of pairs are too large for the device "
+                              "and no CPU fallback was allowed")
+        for it in items:
+            self.q.put(it)
+        for k, b in enumerate(self.work.workers):
+            self._spawn(self.labels[k], self._worker, k, b)
+        if any(it.cpu for it in items):
+            self._ensure_fallback()
+
+    def _spawn(self, name: str, fn, *args) -> None:
+        with self.lock:
+            self.alive_threads.add(name)
+        t = threading.Thread(target=self._thread_main, args=(name, fn) + args,
+                             name=f"pairalign-{name}", daemon=True)
+        self.threads.append(t)
+        t.start()
+
+    def _thread_main(self, name: str, fn, *args) -> None:
+        try:
+            fn(*args)
+        except Cancelled:
+            pass
+        except BaseException as exc:  # a bug in the scheduler: stop the run
+            self.q.cancel(exc)
+        finally:
+            with self.lock:
+                self.alive_threads.discard(name)
+            self._post(("exit", name))
+
+    def stop(self, exc: BaseException | None = None) -> None:
+        self.q.cancel(exc)
+        for t in self.threads:
+            t.join(timeout=5.0)
+
+    # -- results -------------------------------------------------------------------
+    def _post(self, msg) -> None:
+        while True:
+            try:
+                self.out.put(msg, timeout=0.2)
+                return
+            except _queue.Full:
+                if self.q.cancelled is not None and msg[0] != "exit":
+                    raise Cancelled("cancelled")
+                if self.q.cancelled is not None:
+                    return
+
+    def _deliver(self, stats: WorkerStats, item: Item, batch: PairBatch, seconds: float) -> None:
+        if len(batch) != item.window.pairs:  # a backend bug: retrying would not help
+            self.q.cancel(RuntimeError(f"backend returned {len(batch)} pairs for a window "
+                                       f"of {item.window.pairs}: {item.window}"))
+            raise Cancelled("bad batch")
+        stats.windows += 1
+        stats.pairs += item.window.pairs
+        stats.cells += item.window.cells
+        stats.busy_s += seconds
+        stats.measured.append((item.window.pairs, item.window.cells, seconds))
+        self._post(("batch", item, batch))
+        self.q.done()
+
+    # -- failures ------------------------------------------------------------------
+    def _count_failure(self, stats: WorkerStats, exc: BaseException, n: int = 1) -> None:
+        stats.failures += 1
+        with self.lock:
+            self.failures += 1
+            self.retries += n
+            over = self.max_failures is not None and self.failures > self.max_failures
+        if over:
+            self.q.cancel(exc)
+            raise Cancelled("too many failures")
+
+    def _requeue(self, item: Item, **change) -> None:
+        for k, v in change.items():
+            setattr(item, k, v)
+        self.q.put(item)
+        if item.cpu:
+            self._ensure_fallback()
+
+    def _failed_alone(self, label: str, item: Item, exc: BaseException) -> None:
+        """``item`` failed running alone on worker ``label``: split it, or move it."""
+        item.failures += 1
+        if item.failures > MAX_WINDOW_FAILURES:
+            self.q.cancel(exc)
+            raise Cancelled("window keeps failing")
+        w = item.window
+        if w.r1 - w.r0 > BLOCK or w.c1 - w.c0 > BLOCK:
+            for j, sub in enumerate(split_window(w, self.rows, self.cols)):
+                self.q.put(Item(key=item.key + (j,), window=sub, parent=item.parent,
+                                failures=item.failures, cpu=item.cpu))
+            if item.cpu:
+                self._ensure_fallback()
+            return
+        avoid = item.avoid | {label}
+        with self.lock:
+            others = self.live - avoid
+        if others and not item.cpu:
+            self._requeue(item, avoid=avoid, solo=True)
+        elif not item.cpu and self.fallback_factory is not None:
+            self._requeue(item, cpu=True, solo=True)
+        else:
+            self.q.cancel(exc)
+            raise Cancelled("window failed everywhere")
+
+    def _retire(self, label: str) -> None:
+        with self.lock:
+            self.live.discard(label)
+            live = set(self.live)
+        for st in self.stats:
+            if st.label == label:
+                st.retired = True
+        if not live:
+            if self.fallback_factory is None:
+                self.q.cancel(RuntimeError(f"every worker failed ({RETIRE_AFTER} "
+                                           "failures in a row each) and no fallback"))
+                return
+            self.q.redirect_all_to_cpu()
+            self._ensure_fallback()
+            return
+        # items that every live worker has failed on: to the CPU
+        if self.fallback_factory is None:
+            stuck = [it for it in self.q.pending()
+                     if not it.cpu and it.avoid and not (live - it.avoid)]
+            if stuck:
+                self.q.cancel(RuntimeError(f"{len(stuck)} windows failed on every worker"))
+            return
+        if self.q.reroute(live):
+            self._ensure_fallback()
+
+    # -- the device worker ---------------------------------------------------------
+    def _worker(self, k: int, backend) -> None:
+        try:
+            self._work(k, backend)
+        finally:
+            bt = getattr(backend, "timings", None)
+            if isinstance(bt, dict):
+                self.stats[k].backend_timings = dict(bt)
+
+    def _work(self, k: int, backend) -> None:
+        label = self.labels[k]
+        stats = self.stats[k]
+        bind_thread(backend)
+        job = self.job
+        state = None
+        in_a_row = 0
+        numba_guard = _NUMBA if "gpu" not in str(getattr(backend, "name", "")) else contextlib.nullcontext()
+        while True:
+            item = self.q.get(label)
+            if item is None:
+                break
+            if state is None:
+                try:
+                    state = backend.prepare(job)
+                except Exception as exc:
+                    recover(backend)
+                    self._requeue(item)
+                    self.q.done()
+                    self._count_failure(stats, exc, 0)
+                    in_a_row += 1
+                    if in_a_row >= RETIRE_AFTER:
+                        self._retire(label)
+                        return
+                    continue
+            budget = backend.device_budget() if hasattr(backend, "window_bytes") else None
+            if item.solo:
+                ok = self._run_alone(label, stats, backend, state, item, budget, numba_guard)
+            else:
+                ok = self._run_stream(label, stats, backend, state, item, budget, numba_guard)
+            # out of memory says the window was too large, not that the device is lost
+            in_a_row = 0 if ok is True else in_a_row + (ok == "error")
+            if in_a_row >= RETIRE_AFTER and self._can_retire(label):
+                self._retire(label)
+                return
+
+    def _can_retire(self, label: str) -> bool:
+        with self.lock:
+            others = self.live - {label}
+        return bool(others) or self.fallback_factory is not None
+
+    def _fits(self, backend, item: Item, budget) -> bool:
+        """Whether the device holds ``item``; if not, its pieces are put back."""
+        if budget is None:
+            return True
+        if self.work.fit_budget is not None and budget >= self.work.fit_budget:
+            return True  # fitted before the run to a budget no larger than this one
+        w = item.window
+        if backend.window_bytes(self.job, w) <= budget:
+            return True
+        if w.r1 - w.r0 <= BLOCK and w.c1 - w.c0 <= BLOCK:
+            self._requeue(Item(key=item.key, window=w, parent=item.parent,
+                               failures=item.failures, cpu=True))
+        else:
+            for j, sub in enumerate(split_window(w, self.rows, self.cols)):
+                self.q.put(Item(key=item.key + (j,), window=sub, parent=item.parent,
+                                failures=item.failures))
+        self.q.done()
+        return False
+
+    def _run_alone(self, label, stats, backend, state, item, budget, guard) -> bool:
+        t0 = time.perf_counter()
+        try:
+            if not self._fits(backend, item, budget):
+                return True
+            with guard:
+                batch = backend.run_window(self.job, state, item.window)
+        except Exception as exc:
+            recover(backend)
+            self._count_failure(stats, exc)
+            self._failed_alone(label, item, exc)
+            self.q.done()
+            return _failure_kind(exc, item.window)
+        self._deliver(stats, item, batch, time.perf_counter() - t0)
+        return True
+
+    def _run_stream(self, label, stats, backend, state, first, budget, guard) -> bool:
+        """Windows through the backend's pipeline until the queue has none ready."""
+        inflight: deque[Item] = deque()
+        q = self.q
+
+        def feed():
+            item = first
+            while item is not None:
+                if q.cancelled is not None:
+                    return
+                inflight.append(item)
+                if self._fits(backend, item, budget):
+                    yield item.window
+                else:
+                    inflight.pop()
+                item = q.try_get(label, allow_solo=False)
+
+        runner = getattr(backend, "run_windows", None)
+        if runner is None:
+            def runner(job, state, windows):
+                for w in windows:
+                    with guard:
+                        b = backend.run_window(job, state, w)
+                    yield b
+        mark = time.perf_counter()
+        try:
+            for batch in runner(self.job, state, feed()):
+                item = inflight.popleft()
+                now = time.perf_counter()
+                self._deliver(stats, item, batch, now - mark)
+                mark = time.perf_counter()
+        except Cancelled:
+            raise
+        except Exception as exc:
+            recover(backend)
+            items = list(inflight)
+            inflight.clear()
+            if len(items) == 1:
+                self._count_failure(stats, exc)
+                self._failed_alone(label, items[0], exc)
+                self.q.done()
+                return _failure_kind(exc, items[0].window)
+            else:
+                self._count_failure(stats, exc, len(items))
+                for it in items:  # which one failed is unknown: each runs again alone
+                    self._requeue(it, solo=True)
+                self.q.done(len(items))
+            return _failure_kind(exc)
+        return True
+
+    # -- the CPU fallback ----------------------------------------------------------
+    def _ensure_fallback(self) -> None:
+        with self.lock:
+            if self.fallback_stats is not None or self.fallback_factory is None:
+                return
+            self.fallback_stats = WorkerStats("cpu-fallback", "cpu (fallback)")
+        self._spawn("cpu-fallback", self._fallback)
+
+    def _fallback(self) -> None:
+        backend = self.fallback_factory() if callable(self.fallback_factory) else self.fallback_factory
+        stats = self.fallback_stats
+        stats.description = f"{_describe(backend)} (fallback)"
+        if hasattr(backend, "fit_memory"):
+            backend.fit_memory(self.job, self.max_memory)
+        state = None
+        while True:
+            item = self.q.get("cpu-fallback", cpu=True)
+            if item is None:
+                return
+            if state is None:
+                state = backend.prepare(self.job)
+            t0 = time.perf_counter()
+            try:
+                with _NUMBA:
+                    batch = backend.run_window(self.job, state, item.window)
+            except Exception as exc:
+                self._count_failure(stats, exc)
+                self._failed_alone("cpu-fallback", item, exc)
+                self.q.done()
+                continue
+            self._deliver(stats, item, batch, time.perf_counter() - t0)
+
+    # -- the consumer --------------------------------------------------------------
+    def results(self) -> Iterator[tuple[Item, PairBatch]]:
+        """``(item, batch)`` as workers finish them; ends when every pair is in."""
+        total = self.work.pairs
+        got = 0
+        while got < total:
+            if self.q.cancelled is not None:
+                raise self.q.cancelled
+            try:
+                msg = self.out.get(timeout=0.2)
+            except _queue.Empty:
+                with self.lock:
+                    alive = bool(self.alive_threads)
+                if not alive and self.out.empty():
+                    if self.q.cancelled is not None:
+                        raise self.q.cancelled
+                    raise RuntimeError(f"scheduler lost pairs: {got} of {total} came back")
+                continue
+            if msg[0] == "batch":
+                got += len(msg[2])
+                yield msg[1], msg[2]
+        if got != total:
+            raise RuntimeError(f"scheduler returned {got} pairs, {total} expected")
+
+
+def _failure_kind(exc: BaseException, window: Window | None = None) -> str:
+    """``"oom"`` when the window was too large (it gets split), else ``"error"``.
+
+    Out of memory on a 16 x 16 block, which cannot be split, counts as an error.
+    """
+    if window is not None and window.r1 - window.r0 <= BLOCK and window.c1 - window.c0 <= BLOCK:
+        return "error"
+    return "oom" if is_out_of_memory(exc) else "error"
+
+
+def _describe(backend) -> str:
+    try:
+        return backend.describe()
+    except Exception:
+        return str(getattr(backend, "name", type(backend).__name__))
+
+
+# ---------------------------------------------------------------------------------
+# the public entry points
+# ---------------------------------------------------------------------------------
+
+
+def _call_progress(progress, done: int, total: int, cells_done: int, cells_total: int) -> None:
+    if progress is None:
+        return
+    if getattr(progress, "wants_cells", False):
+        progress(done, total, cells_done, cells_total)
     else:
-        pos = batch.query * np.int64(len(job.cols)) + batch.target
-    order = np.empty(len(batch), np.int64)
-    order[pos] = np.arange(len(batch))  # every pair is present once: a permutation
-    return batch.take(order)
+        progress(done, total)
+
+
+def iter_windows(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
+                 width: int | None = None, ordered: bool = False,
+                 progress: Progress | None = None, timings: dict | None = None,
+                 client=None, buffer: int | None = None,
+                 fallback="auto") -> Iterator[PairBatch]:
+    """Stream the results of ``job``, one :class:`PairBatch` per window, as they finish.
+
+    The streaming form of :func:`run_job`, for writers that must not hold
+    ``n^2`` results: host memory stays bounded by the windows in flight and a
+    bounded queue between the workers and this generator (workers wait while
+    it is full, so a slow consumer slows the run instead of filling memory).
+
+    Each batch holds input indices (``query < target`` for all-vs-all), every
+    pair of the job exactly once over all batches. A writer streams them::
+
+        for batch in iter_windows(job, backend, ordered=True):
+            write_tsv(batch)            # e.g. AlignmentResult over the batch
+
+    Parameters
+    ----------
+    job : Job
+    backend : backend, list of backends
+        A CPU backend (one worker), a GPU backend (one worker per device in its
+        ``devices``), or a list of backends (one worker each).
+    max_memory, width : as :func:`run_job`.
+    ordered : bool
+        ``False``: batches come as windows finish (order varies from run to
+        run; fastest, least memory). ``True``: one batch per planned window,
+        in the plan's order (largest windows first), its pairs sorted by input
+        order; the same sequence of batches whatever the number of workers,
+        their speed or the failures met (a window cut into pieces comes back
+        whole). A reorder buffer holds finished windows until the earlier ones
+        are in; workers start no window more than ``2 x workers`` (at least 4)
+        planned windows ahead of the oldest one missing, so the buffer holds
+        at most that many windows.
+    progress : callable, optional
+        ``progress(pairs_done, pairs_total)`` after each window; with an
+        attribute ``wants_cells = True`` it is called with
+        ``(pairs_done, pairs_total, cells_done, cells_total)``.
+    timings : dict, optional
+        Filled when the run ends (see :func:`run_job`).
+    client : dask.distributed.Client, optional
+        Run the windows as Dask tasks on the cluster's workers instead
+        (:mod:`pairalign.scheduler.distributed`).
+    buffer : int, optional
+        Results the queue between workers and consumer holds (default
+        ``2 x workers + 2``).
+    fallback : "auto", callable, backend or None
+        What runs blocks that no device can hold or that failed on every
+        device: ``"auto"`` a CPU backend (none for a CPU run).
+
+    Yields
+    ------
+    PairBatch
+    """
+    if client is not None:
+        from .scheduler.distributed import iter_distributed
+
+        yield from iter_distributed(job, client, backend=backend, max_memory=max_memory,
+                                    width=width, ordered=ordered, progress=progress,
+                                    timings=timings)
+        return
+    clock = time.perf_counter()
+    work = prepare_work(job, backend, max_memory, width)
+    first = work.workers[0]
+    if fallback == "auto":
+        fallback = _default_fallback(first)
+    predicted = _predict(job, work)
+    run = _LocalRun(job, work, max_memory, ordered=ordered, buffer=buffer, fallback=fallback)
+    total, cells_total = work.pairs, work.cells
+    done = cells_done = 0
+    started = time.perf_counter()
+    finished = False
+    try:
+        run.start()
+        if ordered:
+            pending: dict[int, list[PairBatch]] = {}
+            have = [0] * len(work.parents)
+            nxt = 0
+        for item, batch in run.results():
+            done += len(batch)
+            cells_done += item.window.cells
+            _call_progress(progress, done, total, cells_done, cells_total)
+            b = to_input(job, batch)
+            if not ordered:
+                yield b
+                continue
+            pending.setdefault(item.parent, []).append(b)
+            have[item.parent] += len(b)
+            while nxt < len(work.parents) and have[nxt] == work.parents[nxt].pairs:
+                merged = PairBatch.concat(pending.pop(nxt))
+                nxt += 1
+                run.q.release(nxt)
+                yield _sorted_by_rank(job, merged)
+        if total == 0:
+            _call_progress(progress, 0, 0, 0, 0)
+        finished = True
+    finally:
+        run.stop(None if finished else Cancelled("consumer stopped"))
+    wall = time.perf_counter() - started
+    _record(job, work, run)
+    if timings is not None:
+        _fill_timings(timings, job, work, run, predicted, wall, time.perf_counter() - clock)
+
+
+def run_job(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
+            width: int | None = None, progress: Progress | None = None,
+            timings: dict | None = None, client=None) -> PairBatch:
+    """Align every pair of ``job``; pairs come back in input order.
+
+    For all-vs-all, pair ``(i, j)`` with ``i < j`` in input order is reported
+    from ``i``'s side. It is computed with the longer sequence (the earlier one
+    on equal lengths) as the query, whatever the window size, so every backend,
+    every number of workers and every run gives the same alignment.
+
+    ``backend`` is a backend (a GPU backend with several ``devices`` runs one
+    worker per device) or a list of backends; ``client`` a
+    ``dask.distributed.Client`` to run the windows on a cluster.
+
+    ``timings`` (a dict) receives: ``windows`` and ``order`` (seconds, summed
+    over calls), ``predicted`` (seconds the cost model predicted for the windows,
+    ``None`` without a model), ``measured`` (seconds they took), and
+    ``scheduler``: per worker its windows, pairs, cells, busy seconds, failures
+    and predicted seconds; the retries; the model.
+    """
+    clock = time.perf_counter()
+    inner: dict = {}
+    batches = list(iter_windows(job, backend, max_memory=max_memory, width=width,
+                                progress=progress, timings=inner, client=client))
+    aligned = time.perf_counter()
+    out = _in_input_order(job, PairBatch.concat(batches))
+    if timings is not None:
+        timings["windows"] = timings.get("windows", 0.0) + aligned - clock
+        timings["order"] = timings.get("order", 0.0) + time.perf_counter() - aligned
+        for k in ("predicted", "measured", "scheduler"):
+            if k in inner:
+                timings[k] = inner[k]
+    return out
+
+
+# ---------------------------------------------------------------------------------
+# prediction, records, the plan
+# ---------------------------------------------------------------------------------
+
+
+def _predict(job: Job, work: Work, model=None) -> dict | None:
+    """Predicted seconds per piece and the LPT makespan, if a model is known."""
+    first = work.workers[0]
+    if model is None:
+        try:
+            model = _cost.get_model(_cost.model_key(first, job))
+        except Exception:
+            model = None
+    if model is None:
+        return None
+    pieces = [w for ws in work.pieces for w in ws]
+    times = _cost.predict_windows(model, pieces)
+    assign = lpt_assign(times, len(work.workers), order=range(len(pieces)))
+    return {"model": model, "times": times, "assign": assign, "makespan": assign.makespan}
+
+
+def _record(job: Job, work: Work, run: _LocalRun) -> None:
+    """Measured windows join the cost model's samples (in this process).
+
+    A worker's first window is left out: it carries the warm-up (compilation,
+    the sequences' upload, the pipeline filling) that later windows do not.
+    """
+    for b, st in zip(work.workers, run.stats):
+        if len(st.measured) > 1:
+            try:
+                _cost.record(_cost.model_key(b, job), st.measured[1:])
+            except Exception:
+                pass
+
+
+def _fill_timings(timings: dict, job: Job, work: Work, run: _LocalRun, predicted,
+                  wall: float, total: float) -> None:
+    stats = list(run.stats) + ([run.fallback_stats] if run.fallback_stats else [])
+    if predicted is not None:
+        for k, st in enumerate(run.stats):
+            st.predicted_s = predicted["assign"].loads[k]
+    timings["windows"] = timings.get("windows", 0.0) + total
+    timings["predicted"] = None if predicted is None else float(predicted["makespan"])
+    timings["measured"] = wall
+    timings["scheduler"] = {
+        "workers": [s.as_dict() for s in stats],
+        "windows": sum(s.windows for s in stats),
+        "planned_windows": len(work.parents),
+        "width": work.width,
+        "failures": run.failures,
+        "retries": run.retries,
+        "model": None if predicted is None else str(predicted["model"]),
+    }
+
+
+@dataclass
+class PlanWindow:
+    """One window of a plan, after LPT assignment."""
+
+    rank: int
+    window: Window
+    device: str
+    bytes: int
+    predicted_s: float | None
+
+
+@dataclass
+class DevicePlan:
+    label: str
+    description: str
+    windows: int = 0
+    pairs: int = 0
+    cells: int = 0
+    max_bytes: int = 0
+    predicted_s: float | None = None
+
+
+@dataclass
+class Plan:
+    """What a run would do: pairs, cells, windows per device, memory, predicted time.
+
+    ``predicted_s`` is the makespan of the windows under LPT with the fitted
+    cost model (``None`` without one); it leaves out reading, encoding and
+    writing. :func:`format_plan` (``str(plan)``) prints it as a table.
+    """
+
+    mode: str
+    traceback: bool
+    sequences: tuple[int, int | None]
+    backend: str
+    max_memory: int
+    width: int
+    pairs: int
+    cells: int
+    windows: list[PlanWindow]
+    devices: list[DevicePlan]
+    predicted_s: float | None
+    model: object | None
+    memory_kind: str = "device"
+    notes: list[str] = field(default_factory=list)
+    workers: int = 1
+
+    def __str__(self) -> str:
+        return format_plan(self)
+
+
+def plan(job: Job, backend, max_memory: int = DEFAULT_MAX_MEMORY, width: int | None = None,
+         *, model=None, calibrate=True) -> Plan:
+    """The plan of a run of ``job`` on ``backend``, without running it.
+
+    Windows are cut, ranked and balanced exactly as :func:`iter_windows` does;
+    for a GPU they are also fitted to the first device's free memory. Each
+    window's time comes from the cost model of this backend, mode and traceback
+    (:mod:`pairalign.scheduler.cost`): the one given, else the samples of this
+    process and of the cache file, else (``calibrate``, a bool or a
+    :class:`~pairalign.scheduler.cost.CalibrationSpec`) a calibration run now,
+    saved to the cache. LPT then assigns windows to devices in rank order, each
+    to the device idle first.
+    """
+    work = prepare_work(job, backend, max_memory, width)
+    first = work.workers[0]
+    notes = []
+    key = _cost.model_key(first, job)
+    if model is None:
+        model = _cost.get_model(key)
+    if model is None and calibrate:
+        spec = calibrate if isinstance(calibrate, _cost.CalibrationSpec) else None
+        t0 = time.perf_counter()
+        model = _cost.calibrate(first, job, spec)
+        notes.append(f"cost model calibrated now ({model.samples} windows, "
+                     f"{time.perf_counter() - t0:.1f} s), kept in {_cost.cache_path()}")
+        # calibration may change the CPU backend's threads: size for the job again
+        first.fit_memory(job, max_memory)
+    labels = [_label(b, k) for k, b in enumerate(work.workers)]
+    devices = [DevicePlan(lab, _describe(b)) for lab, b in zip(labels, work.workers)]
+    runs = [(rank, w) for rank, ws in enumerate(work.pieces) for w in ws]
+    on_cpu = list(work.too_large)
+    times = _cost.predict_windows(model, [w for _, w in runs])
+    costs = times if times is not None else [float(w.cells) for _, w in runs]
+    assign = lpt_assign(costs, len(work.workers), order=range(len(runs)))
+    where = {}
+    for d, ks in enumerate(assign.workers):
+        for k in ks:
+            where[k] = d
+    out = []
+    for k, (rank, w) in enumerate(runs):
+        d = where[k]
+        nbytes = window_memory(job, first, w)
+        t = None if times is None else times[k]
+        out.append(PlanWindow(rank, w, labels[d], nbytes, t))
+        dp = devices[d]
+        dp.windows += 1
+        dp.pairs += w.pairs
+        dp.cells += w.cells
+        dp.max_bytes = max(dp.max_bytes, nbytes)
+        if t is not None:
+            dp.predicted_s = (dp.predicted_s or 0.0) + t
+    if on_cpu:
+        cpu = DevicePlan("cpu-fallback", "cpu fallback: blocks too large for the device")
+        for rank, w in on_cpu:
+            out.append(PlanWindow(rank, w, "cpu-fallback", 0, None))
+            cpu.windows += 1
+            cpu.pairs += w.pairs
+            cpu.cells += w.cells
+        devices.append(cpu)
+        notes.append(f"{len(on_cpu)} blocks do not fit the device: they run on the CPU "
+                     "(not predicted)")
+    predicted = None if times is None else max((d.predicted_s or 0.0) for d in devices)
+    return Plan(job.mode, job.traceback,
+                (len(job.rows), None if job.triangle else len(job.cols)),
+                ", ".join(dict.fromkeys(d.description for d in devices[:len(work.workers)])),
+                max_memory, work.width, work.pairs, work.cells, out, devices, predicted, model,
+                "device" if hasattr(first, "window_bytes") else "host", notes,
+                len(work.workers))
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:,.1f}"
+
+
+def _secs(t: float | None) -> str:
+    return "-" if t is None else f"{t:.3g}"
+
+
+def format_plan(p: Plan, max_rows: int = 24) -> str:
+    """A plan as text: totals, one row per device, then the windows (``--dry-run``)."""
+    rows, cols = p.sequences
+    what = (f"{rows:,} sequences, all-vs-all" if cols is None
+            else f"{rows:,} queries x {cols:,} targets")
+    lines = [
+        f"plan: {p.mode}{', traceback' if p.traceback else ', score only'}; {what}",
+        f"backend: {p.backend}; {p.workers} worker(s); "
+        f"window width {p.width}; memory budget {_mib(p.max_memory)} MiB",
+        f"pairs {p.pairs:,}; cells {p.cells:.4g}",
+    ]
+    if p.model is not None:
+        lines.append(f"cost model: {p.model}")
+    else:
+        lines.append("cost model: none (no calibration): no time predicted")
+    if p.predicted_s is not None:
+        lines.append(f"predicted time of the windows: {p.predicted_s:.3g} s "
+                     f"(LPT makespan; reading and writing not included)")
+    lines.append("")
+    head = ("device", "windows", "pairs", "cells", f"max {p.memory_kind} MiB", "predicted s")
+    table = [head] + [(d.label, f"{d.windows:,}", f"{d.pairs:,}", f"{d.cells:.4g}",
+                       _mib(d.max_bytes), _secs(d.predicted_s)) for d in p.devices]
+    table.append(("total", f"{len(p.windows):,}", f"{p.pairs:,}", f"{p.cells:.4g}", "",
+                  _secs(p.predicted_s)))
+    lines += _table(table)
+    lines.append("")
+    head = ("#", "parent", "rows", "cols", "pairs", "cells", f"{p.memory_kind} MiB", "device",
+            "predicted s")
+    shown = p.windows if len(p.windows) <= max_rows else (
+        p.windows[:max_rows - 4] + [None] + p.windows[-3:])
+    table = [head]
+    for k, pw in enumerate(shown):
+        if pw is None:
+            table.append(("...",) + ("",) * (len(head) - 1))
+            continue
+        idx = k if k < max_rows - 4 or len(p.windows) <= max_rows else len(p.windows) - (len(shown) - k)
+        w = pw.window
+        table.append((str(idx), str(pw.rank), f"{w.r0}-{w.r1}", f"{w.c0}-{w.c1}",
+                      f"{w.pairs:,}", f"{w.cells:.4g}", _mib(pw.bytes), pw.device,
+                      _secs(pw.predicted_s)))
+    lines += _table(table)
+    lines += [f"note: {n}" for n in p.notes]
+    return "\n".join(lines)
+
+
+def _table(rows: list[tuple]) -> list[str]:
+    widths = [max(len(str(r[c])) for r in rows) for c in range(len(rows[0]))]
+    out = []
+    for r in rows:
+        cells = [str(v).ljust(widths[c]) if c == 0 else str(v).rjust(widths[c])
+                 for c, v in enumerate(r)]
+        out.append("  ".join(cells).rstrip())
+    return out
+
+
+def format_run_report(timings: dict) -> str:
+    """One line per worker and a total: predicted against measured (after a run)."""
+    sched = timings.get("scheduler")
+    if not sched:
+        return ""
+    lines = []
+    for w in sched["workers"]:
+        pred = w.get("predicted_s")
+        lines.append(f"{w['label']}: {w['windows']} windows, {w['cells']:.4g} cells, busy "
+                     f"{w['busy_s']:.3g} s" + (f" (predicted {pred:.3g} s)" if pred is not None else "")
+                     + (f", {w['failures']} failures" if w["failures"] else "")
+                     + (", retired" if w["retired"] else ""))
+    pred = timings.get("predicted")
+    meas = timings.get("measured")
+    total = f"windows: measured {meas:.3g} s" if meas is not None else "windows:"
+    if pred is not None:
+        total += f", predicted {pred:.3g} s"
+    if sched.get("retries"):
+        total += f"; {sched['retries']} windows retried after {sched['failures']} failures"
+    lines.append(total)
+    return "\n".join(lines)

@@ -18,7 +18,6 @@ import pairalign
 from pairalign import cli, output
 from pairalign.cigar import cigar_string
 from pairalign.cli import main
-from pairalign.cli_options import progress_reporter
 
 N = 60
 
@@ -293,22 +292,6 @@ def test_disk_error_is_one_line(fasta, tmp_path, monkeypatch):
     res = run("all-vs-all", fasta, "-o", tmp_path / "out.tsv")
     assert res.exit_code == 1 and res.stderr == "pairalign: error: No space left on device\n"
     assert os.listdir(tmp_path) == []
-
-
-def test_progress_only_on_a_terminal():
-    class Tty(io.StringIO):
-        def isatty(self):
-            return True
-
-    assert progress_reporter(stream=io.StringIO()) is None
-    assert progress_reporter(quiet=True, stream=Tty()) is None
-    stream = Tty()
-    report = progress_reporter(stream=stream)
-    report(10, 100)
-    report(20, 100)  # within half a second: skipped
-    report(100, 100)
-    assert stream.getvalue() == ("\rpairalign: aligned 10 of 100 pairs (10%)"
-                                 "\rpairalign: aligned 100 of 100 pairs (100%)\n")
 
 
 # ---------------------------------------------------------------------------------

@@ -53,7 +53,10 @@ def _identity_distances(result) -> np.ndarray:
     if not result.traceback or (len(p) and (p.length < 0).any()):
         raise OptionError(f"distance needs alignments (traceback): use kind='score' "
                           "or keep traceback on")
-    return 1.0 - p.identities / np.maximum(p.length, 1).astype(np.float64)
+    # (length - identities) / length: exact for exact fractions, unlike 1 - x / y
+    # (length - identities) / length: exact for exact fractions, unlike 1 - x / y;
+    # an empty (local) alignment is as distant as can be
+    return np.where(p.length > 0, (p.length - p.identities) / np.maximum(p.length, 1), 1.0)
 
 
 def _self_scores(result) -> np.ndarray:

@@ -1,0 +1,345 @@
+"""Windows as Dask tasks: past one machine, on an existing engine.
+
+With a ``dask.distributed.Client`` (``run_job(..., client=client)``, or
+``--cluster tcp://HOST:PORT`` through :func:`connect`), the windows of a job
+are planned here as for a local run (LPT order; balanced over the cluster's
+worker threads) and submitted as tasks, largest first, with Dask priorities in
+the same order. The job (sequences and scoring) travels once to every worker
+(``scatter(broadcast=True)``). Each task runs one window with a backend made on
+the worker and kept there for the job's tasks:
+
+- a GPU if CuPy sees one there: ``PAIRALIGN_DEVICE`` chooses the ordinal;
+  otherwise a worker named by an integer ``k`` (as ``LocalCluster`` names them)
+  takes GPU ``k`` modulo the count, so a ``LocalCluster(n_workers=<GPUs>)`` on
+  a machine of several GPUs puts one worker on each; else GPU 0 (run one
+  worker per GPU with ``CUDA_VISIBLE_DEVICES`` set, as dask-cuda does);
+- else the CPU (numba, the worker's cores).
+
+A window too large for the worker's device is cut and run piecewise on it; a
+window that raises is retried cut in quarters, then on the worker's CPU; a task
+that still fails is retried once by Dask (maybe on another worker), then the
+run raises. Results come back with ``as_completed``; at most
+``2 x threads + 2`` tasks are in flight, so memory stays bounded on both
+sides; :func:`iter_distributed` yields them as they come, or in plan order.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import uuid
+from typing import Iterator
+
+from ..job import Job
+from ..pairs import PairBatch
+from .devices import bind_thread, recover
+from .lpt import balance, lpt_order
+from .windows import BLOCK, plan_windows, split_window
+
+#: Depth of the split-and-retry of a failing window on a worker.
+_RETRY_DEPTH = 3
+
+
+def connect(address: str, timeout: float = 30.0):
+    """A ``dask.distributed.Client`` for a scheduler at ``address`` (``tcp://HOST:PORT``)."""
+    try:
+        from dask.distributed import Client
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        from ..errors import OptionError
+
+        raise OptionError("--cluster needs dask[distributed]: pip install "
+                          "'pairalign[distributed]'") from exc
+    return Client(address, timeout=timeout)
+
+
+# ---------------------------------------------------------------------------------
+# on the worker
+# ---------------------------------------------------------------------------------
+
+_CACHE: dict = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def _worker_id() -> tuple[str, object]:
+    try:
+        from dask.distributed import get_worker
+
+        w = get_worker()
+        return w.address, w.name
+    except Exception:
+        return f"pid{os.getpid()}", None
+
+
+def _gpu_ordinal(name) -> int:
+    env = os.environ.get("PAIRALIGN_DEVICE")
+    if env:
+        return int(env)
+    from ..backends import gpu_count
+
+    count = max(1, gpu_count())
+    try:
+        return int(name) % count
+    except (TypeError, ValueError):
+        return 0
+
+
+def _make_backend(kind: str, name):
+    from ..backends import gpu_available
+
+    if kind in ("auto", "gpu") and gpu_available():
+        from ..kernels.gpu_backend import GPUBackend
+
+        return GPUBackend(devices=[_gpu_ordinal(name)])
+    if kind == "gpu":
+        raise RuntimeError("this Dask worker has no GPU")
+    from ..kernels.cpu_backend import CPUBackend
+
+    return CPUBackend()
+
+
+def _worker_entry(job: Job, token: str, kind: str, max_memory: int) -> dict:
+    addr, name = _worker_id()
+    key = (addr, token)
+    with _CACHE_LOCK:
+        entry = _CACHE.get(key)
+        if entry is None:
+            entry = {"lock": threading.Lock(), "backend": None, "state": None,
+                     "cpu": None, "cpu_state": None, "label": None}
+            _CACHE[key] = entry
+    with entry["lock"]:
+        if entry["backend"] is None:
+            b = _make_backend(kind, name)
+            bind_thread(b)
+            b.fit_memory(job, max_memory)
+            entry["state"] = b.prepare(job)
+            entry["backend"] = b
+            dev = getattr(b, "devices", None)
+            entry["label"] = f"{addr}/{b.name}{dev[0] if dev else ''}"
+    return entry
+
+
+def _cpu_of(entry: dict, job: Job, max_memory: int):
+    if entry["cpu"] is None:
+        if getattr(entry["backend"], "name", "") == "cpu":
+            entry["cpu"], entry["cpu_state"] = entry["backend"], entry["state"]
+        else:
+            from ..kernels.cpu_backend import CPUBackend
+
+            cpu = CPUBackend()
+            cpu.fit_memory(job, max_memory)
+            entry["cpu"], entry["cpu_state"] = cpu, cpu.prepare(job)
+    return entry["cpu"], entry["cpu_state"]
+
+
+def _run_on(job: Job, backend, state, windows) -> list[PairBatch]:
+    runner = getattr(backend, "run_windows", None)
+    if runner is not None:
+        return list(runner(job, state, windows))
+    return [backend.run_window(job, state, w) for w in windows]
+
+
+def _run_window(job, entry, w, max_memory, depth=0) -> list[PairBatch]:
+    """A window on the worker's backend: fitted to its memory, split on errors."""
+    from ..engine import fit_window
+
+    backend, state = entry["backend"], entry["state"]
+    try:
+        parts = fit_window(job, backend, w)
+        fits = [x for x, ok in parts if ok]
+        out = _run_on(job, backend, state, fits)
+        too_large = [x for x, ok in parts if not ok]
+        if too_large:
+            cpu, cpu_state = _cpu_of(entry, job, max_memory)
+            out += [cpu.run_window(job, cpu_state, x) for x in too_large]
+        return out
+    except Exception:
+        recover(backend)
+        splittable = w.r1 - w.r0 > BLOCK or w.c1 - w.c0 > BLOCK
+        if depth < _RETRY_DEPTH and splittable:
+            rows, cols = job.rows.lengths, job.col_set.lengths
+            return [b for sub in split_window(w, rows, cols)
+                    for b in _run_window(job, entry, sub, max_memory, depth + 1)]
+        if getattr(backend, "name", "") != "cpu":
+            cpu, cpu_state = _cpu_of(entry, job, max_memory)
+            return [cpu.run_window(job, cpu_state, w)]
+        raise
+
+
+def run_window_task(job: Job, token: str, w, kind: str = "auto",
+                    max_memory: int = 4 << 30) -> tuple[PairBatch, float, str]:
+    """One window on this Dask worker: the batch (input indices), seconds, worker label."""
+    from ..engine import to_input
+
+    entry = _worker_entry(job, token, kind, max_memory)
+    with entry["lock"]:  # one window at a time per worker: the backend is not re-entrant
+        bind_thread(entry["backend"])
+        t0 = time.perf_counter()
+        batches = _run_window(job, entry, w, max_memory)
+        seconds = time.perf_counter() - t0
+    batch = PairBatch.concat(batches)
+    if len(batch) != w.pairs:
+        raise RuntimeError(f"worker returned {len(batch)} pairs for a window of {w.pairs}")
+    return to_input(job, batch), seconds, entry["label"]
+
+
+def forget(token: str) -> int:
+    """Drop the backends and device state a job left on this worker."""
+    addr, _ = _worker_id()
+    with _CACHE_LOCK:
+        keys = [k for k in _CACHE if k[1] == token and k[0] == addr]
+        for k in keys:
+            entry = _CACHE.pop(k)
+            recover(entry.get("backend"))
+    return len(keys)
+
+
+def worker_info() -> dict:
+    from ..backends import gpu_count
+
+    return {"gpus": gpu_count(), "pid": os.getpid()}
+
+
+# ---------------------------------------------------------------------------------
+# on the client
+# ---------------------------------------------------------------------------------
+
+
+def _cluster(client) -> tuple[int, int, bool]:
+    """Workers, their threads in all, and whether any has a GPU."""
+    info = client.scheduler_info()
+    workers = info.get("workers", {})
+    threads = sum(int(w.get("nthreads", 1)) for w in workers.values()) or 1
+    try:
+        gpus = any(v.get("gpus", 0) > 0 for v in client.run(worker_info).values())
+    except Exception:
+        gpus = False
+    return len(workers), threads, gpus
+
+
+def plan_distributed(job: Job, client, backend=None, max_memory: int = 4 << 30,
+                     width: int | None = None):
+    """Windows for the cluster: ``(width, parents in LPT order, pieces, threads)``."""
+    from ..engine import window_width
+    from .devices import min_window_pairs, primary
+
+    n_workers, threads, gpus = _cluster(client)
+    if backend is not None:
+        w = window_width(job, primary(backend), max_memory, width)
+    elif width is not None:
+        w = width
+    elif gpus:
+        from ..kernels.gpu_backend import MAX_WIDTH
+
+        n = max(len(job.rows), len(job.col_set))
+        w = min(MAX_WIDTH, -(-n // BLOCK) * BLOCK)
+    else:
+        from ..kernels.cpu_backend import CPUBackend
+
+        w = window_width(job, CPUBackend(), max_memory, None)
+    col_lengths = None if job.triangle else job.cols.lengths
+    windows = plan_windows(job.rows.lengths, col_lengths, w)
+    parents = [windows[k] for k in lpt_order([x.cost for x in windows])]
+    min_pairs = (1 << 18) if gpus else min_window_pairs(primary(backend)) if backend else 256
+    pieces = balance(parents, job.rows.lengths, job.col_set.lengths, threads,
+                     min_pairs=min_pairs)
+    return w, parents, pieces, threads
+
+
+def iter_distributed(job: Job, client, *, backend=None, max_memory: int = 4 << 30,
+                     width: int | None = None, ordered: bool = False, progress=None,
+                     timings: dict | None = None, max_inflight: int | None = None,
+                     kind: str = "auto") -> Iterator[PairBatch]:
+    """Stream a job's results from a Dask cluster (see :func:`pairalign.engine.iter_windows`).
+
+    ``kind``: ``"auto"`` (GPU where the worker has one, else CPU), ``"cpu"`` or
+    ``"gpu"``. The local ``backend``, if given, only sizes the windows.
+    """
+    from dask.distributed import as_completed
+
+    from ..engine import _call_progress, _sorted_by_rank
+
+    started = time.perf_counter()
+    w, parents, pieces, threads = plan_distributed(job, client, backend, max_memory, width)
+    items = [(p, k, win) for p, ws in enumerate(pieces) for k, win in enumerate(ws)]
+    total = sum(x.pairs for x in parents)
+    cells_total = sum(x.cells for x in parents)
+    token = uuid.uuid4().hex
+    limit = max_inflight or (2 * threads + 2)
+    job_future = client.scatter(job, broadcast=True, hash=False) if items else None
+    futures: dict = {}
+    stats: dict[str, dict] = {}
+    ac = as_completed()
+    nxt = 0
+
+    def submit_next():
+        nonlocal nxt
+        p, k, win = items[nxt]
+        fut = client.submit(run_window_task, job_future, token, win, kind, max_memory,
+                            key=f"pairalign-window-{token}-{nxt}", priority=len(items) - nxt,
+                            pure=False, retries=1)
+        futures[fut] = nxt
+        ac.add(fut)
+        nxt += 1
+
+    done = cells_done = 0
+    pending: dict[int, list[PairBatch]] = {}
+    have = [0] * len(parents)
+    next_parent = 0
+    try:
+        while nxt < len(items) and nxt < limit:
+            submit_next()
+        while futures:
+            fut = next(ac)
+            idx = futures.pop(fut)
+            batch, seconds, label = fut.result()
+            fut.release()
+            p, _, win = items[idx]
+            st = stats.setdefault(label, {"label": label, "description": label, "windows": 0,
+                                          "pairs": 0, "cells": 0, "busy_s": 0.0,
+                                          "failures": 0, "retired": False,
+                                          "predicted_s": None})
+            st["windows"] += 1
+            st["pairs"] += win.pairs
+            st["cells"] += win.cells
+            st["busy_s"] += seconds
+            if nxt < len(items):
+                submit_next()
+            done += len(batch)
+            cells_done += win.cells
+            _call_progress(progress, done, total, cells_done, cells_total)
+            if not ordered:
+                yield batch
+                continue
+            pending.setdefault(p, []).append(batch)
+            have[p] += len(batch)
+            while next_parent < len(parents) and have[next_parent] == parents[next_parent].pairs:
+                merged = PairBatch.concat(pending.pop(next_parent))
+                next_parent += 1
+                yield _sorted_by_rank(job, merged)
+        if done != total:
+            raise RuntimeError(f"cluster returned {done} pairs, {total} expected")
+        if total == 0:
+            _call_progress(progress, 0, 0, 0, 0)
+    finally:
+        for fut in list(futures):
+            fut.cancel()
+        try:
+            client.run(forget, token)
+        except Exception:
+            pass
+        if job_future is not None:
+            try:
+                job_future.release()
+            except Exception:
+                pass
+    wall = time.perf_counter() - started
+    if timings is not None:
+        timings["windows"] = timings.get("windows", 0.0) + wall
+        timings["predicted"] = None
+        timings["measured"] = wall
+        timings["scheduler"] = {"workers": list(stats.values()),
+                                "windows": sum(s["windows"] for s in stats.values()),
+                                "planned_windows": len(parents), "width": w,
+                                "failures": 0, "retries": 0, "model": None,
+                                "cluster": True}

@@ -1,0 +1,108 @@
+"""Windows as Dask tasks on a LocalCluster over loopback (CPU backend).
+
+The cluster comes up once per module and is closed with timeouts, so that a
+failing test cannot leave it running.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+distributed = pytest.importorskip("dask.distributed")
+
+from pairalign.engine import iter_windows, run_job  # noqa: E402
+from pairalign.job import Job, SortedSet  # noqa: E402
+from pairalign.kernels.cpu_backend import CPUBackend  # noqa: E402
+from pairalign.scheduler import cost  # noqa: E402
+from pairalign.scheduler.distributed import connect  # noqa: E402
+from pairalign.scoring import Scoring  # noqa: E402
+
+FIELDS = ("query", "target", "score", "query_begin", "query_end", "target_begin",
+          "target_end", "identities", "length", "op_offsets", "op_code", "op_len")
+AMINO = list("ACDEFGHIKLMNPQRSTVWY")
+CPU = CPUBackend(threads=1)
+
+
+def seqs(n, seed):
+    rng = np.random.default_rng(seed)
+    return ["".join(rng.choice(AMINO, int(k))) for k in rng.integers(8, 80, n)]
+
+
+def job_of(n, m=None, mode="local", traceback=True):
+    sc = Scoring.create("protein")
+    return Job(mode, sc, traceback, SortedSet.encode(seqs(n, 1), sc),
+               None if m is None else SortedSet.encode(seqs(m, 2), sc))
+
+
+def same(a, b):
+    for f in FIELDS:
+        assert np.array_equal(getattr(a, f), getattr(b, f)), f
+
+
+@pytest.fixture(autouse=True)
+def _private_cost_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("PAIRALIGN_CACHE_DIR", str(tmp_path / "cache"))
+    cost.clear()
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    cl = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None, protocol="tcp://",
+                                  host="127.0.0.1")
+    client = distributed.Client(cl, timeout=30)
+    try:
+        yield client
+    finally:
+        client.close(timeout=10)
+        cl.close(timeout=10)
+
+
+@pytest.mark.parametrize("shape", [(60, None, "local", True), (30, 45, "global", True),
+                                   (50, None, "semiglobal", False)])
+def test_cluster_output_identical_to_local(cluster, shape):
+    n, m, mode, tb = shape
+    job = job_of(n, m, mode, tb)
+    ref = run_job(job, CPU, width=16)
+    timings = {}
+    got = run_job(job, CPU, width=16, client=cluster, timings=timings)
+    same(got, ref)
+    workers = timings["scheduler"]["workers"]
+    assert sum(w["pairs"] for w in workers) == len(ref)
+    assert len(workers) == 2  # both workers took windows
+    assert timings["scheduler"]["windows"] >= timings["scheduler"]["planned_windows"]
+
+
+def test_cluster_ordered_stream_and_progress(cluster):
+    job = job_of(50)
+    local = list(iter_windows(job, CPU, width=16, ordered=True))
+    calls = []
+    remote = list(iter_windows(job, CPU, width=16, ordered=True, client=cluster,
+                               progress=lambda d, t: calls.append((d, t))))
+    assert len(local) == len(remote)
+    for a, b in zip(local, remote):
+        same(a, b)
+    done = [d for d, _ in calls]
+    assert done == sorted(done) and done[-1] == calls[-1][1] == 50 * 49 // 2
+
+
+def test_connect_by_address(cluster):
+    address = cluster.scheduler.address
+    assert address.startswith("tcp://127.0.0.1:")
+    client = connect(address, timeout=10)
+    try:
+        job = job_of(30)
+        same(run_job(job, CPU, width=16, client=client), run_job(job, CPU, width=16))
+    finally:
+        client.close(timeout=10)
+
+
+@pytest.mark.filterwarnings("ignore:Port .* is already in use")
+def test_worker_processes():
+    """Workers in their own processes: the job and the results are pickled."""
+    job = job_of(40)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None, host="127.0.0.1") as cl, \
+            distributed.Client(cl, timeout=60) as client:
+        same(run_job(job, CPU, width=16, client=client), run_job(job, CPU, width=16))

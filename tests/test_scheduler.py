@@ -1,0 +1,660 @@
+"""The scheduler: LPT, several workers, failures, streaming, progress, plan, cost model.
+
+GPU workers are stood in for by fake backends that wrap the CPU backend (so
+their results are real) and fail, stall or refuse memory on chosen windows.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import random
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from pairalign.engine import (format_plan, format_run_report, iter_windows, plan,
+                              run_job)
+from pairalign.job import Job, SortedSet
+from pairalign.kernels.cpu_backend import CPUBackend
+from pairalign.pairs import PairBatch
+from pairalign.progress import ProgressBar, chain, terminal_progress
+from pairalign.scheduler import cost
+from pairalign.scheduler.devices import worker_backends
+from pairalign.scheduler.lpt import (Item, WorkQueue, balance, lpt_assign, lpt_bound,
+                                     lpt_order)
+from pairalign.scheduler.windows import BLOCK, make_window, plan_windows, window_pairs
+from pairalign.scoring import Scoring
+
+FIELDS = ("query", "target", "score", "query_begin", "query_end", "target_begin",
+          "target_end", "identities", "length", "op_offsets", "op_code", "op_len")
+AMINO = list("ACDEFGHIKLMNPQRSTVWY")
+
+
+@pytest.fixture(autouse=True)
+def _private_cost_cache(tmp_path, monkeypatch):
+    """Cost samples go to a temporary cache, and none leak between tests."""
+    monkeypatch.setenv("PAIRALIGN_CACHE_DIR", str(tmp_path / "cache"))
+    cost.clear()
+    yield
+    cost.clear()
+
+
+def random_seqs(n, lo=8, hi=90, seed=0):
+    rng = np.random.default_rng(seed)
+    return ["".join(rng.choice(AMINO, int(k))) for k in rng.integers(lo, hi, n)]
+
+
+def make_job(n=70, m=None, mode="local", traceback=True, seed=0):
+    sc = Scoring.create("protein")
+    rows = SortedSet.encode(random_seqs(n, seed=seed), sc)
+    cols = None if m is None else SortedSet.encode(random_seqs(m, seed=seed + 1), sc)
+    return Job(mode, sc, traceback, rows, cols)
+
+
+def same(a: PairBatch, b: PairBatch) -> None:
+    for f in FIELDS:
+        x, y = getattr(a, f), getattr(b, f)
+        assert x.shape == y.shape, f
+        assert np.array_equal(x, y), f
+
+
+_CPU = CPUBackend(threads=1)
+
+
+class FakeOOM(Exception):
+    """Stands for cupy.cuda.memory.OutOfMemoryError."""
+
+
+class Fake:
+    """A worker: the CPU kernels, with failures and delays where told.
+
+    ``fail(w, calls)`` -> bool decides whether a call on window ``w`` raises
+    (``calls``: how many times this fake saw ``w`` before). ``pipeline``:
+    offer ``run_windows`` with two windows in flight, as the GPU backend does.
+    ``budget``: offer ``window_bytes``/``device_budget`` (bytes = pairs).
+    """
+
+    name = "fake"
+    cost_key = "fake"
+
+    def __init__(self, tag, fail=None, delay=0.0, pipeline=False, budget=None, seed=0):
+        self.tag = tag
+        self.fail = fail or (lambda w, calls: False)
+        self.delay = delay
+        self.calls: dict = {}
+        self.ran: list = []
+        self.lock = threading.Lock()
+        self.rng = random.Random(seed)
+        if pipeline:
+            self.run_windows = self._run_windows
+        if budget is not None:
+            self.window_bytes = lambda job, w: w.pairs
+            self.device_budget = lambda: budget
+
+    def describe(self):
+        return f"fake {self.tag}"
+
+    def task_memory(self, job):
+        return _CPU.task_memory(job)
+
+    def fit_memory(self, job, budget):
+        return _CPU.fit_memory(job, budget)
+
+    def prepare(self, job):
+        return _CPU.prepare(job)
+
+    def run_window(self, job, state, w):
+        with self.lock:
+            n = self.calls.get(w, 0)
+            self.calls[w] = n + 1
+        if self.delay:
+            time.sleep(self.rng.random() * self.delay)
+        if self.fail(w, n):
+            raise FakeOOM(f"out of memory on {self.tag} for {w}")
+        out = _CPU.run_window(job, state, w)
+        with self.lock:
+            self.ran.append(w)
+        return out
+
+    def _run_windows(self, job, state, windows, depth=2):
+        pending = []
+        for w in windows:
+            pending.append(w)
+            if len(pending) >= depth:
+                yield self.run_window(job, state, pending.pop(0))
+        while pending:
+            yield self.run_window(job, state, pending.pop(0))
+
+
+@pytest.fixture(scope="module")
+def tri():
+    job = make_job(70)
+    return job, run_job(job, _CPU)
+
+
+@pytest.fixture(scope="module")
+def rect():
+    job = make_job(40, 55, mode="semiglobal")
+    return job, run_job(job, _CPU)
+
+
+def covered(job, batches):
+    """Every pair of ``job`` exactly once over ``batches`` (input indices)."""
+    q = np.concatenate([b.query for b in batches])
+    t = np.concatenate([b.target for b in batches])
+    n = len(job.rows)
+    total = n * (n - 1) // 2 if job.triangle else n * len(job.cols)
+    assert len(q) == total
+    keys = set(zip(q.tolist(), t.tolist()))
+    assert len(keys) == total, "a pair came twice"
+    if job.triangle:
+        assert (q < t).all()
+
+
+# ---------------------------------------------------------------------------------
+# LPT
+# ---------------------------------------------------------------------------------
+
+
+def test_lpt_order_largest_first_stable():
+    assert lpt_order([3, 9, 3, 1, 9]) == [1, 4, 0, 2, 3]
+    assert lpt_order([]) == []
+
+
+def test_lpt_assign_takes_idle_first():
+    a = lpt_assign([7, 5, 4, 3, 3, 2], 2)
+    # 7 -> w0, 5 -> w1, 4 -> w1 (9), 3 -> w0 (10), 3 -> w1 (12), 2 -> w0 (12)
+    assert a.workers == [[0, 3, 5], [1, 2, 4]]
+    assert a.loads == [12, 12]
+    a = lpt_assign([1, 1], 3, ready=[5, 0, 0])
+    assert a.workers == [[], [0], [1]]
+
+
+def _optimal(costs, m):
+    best = float("inf")
+    for assign in itertools.product(range(m), repeat=len(costs)):
+        if assign and assign[0] != 0:  # symmetry: the first job on worker 0
+            continue
+        loads = [0.0] * m
+        for c, w in zip(costs, assign):
+            loads[w] += c
+        best = min(best, max(loads))
+    return best
+
+
+@pytest.mark.parametrize("m", [2, 3])
+def test_lpt_makespan_within_graham_bound(m):
+    rng = random.Random(m)
+    worst = 0.0
+    for _ in range(60):
+        costs = [rng.randint(1, 50) for _ in range(rng.randint(m + 1, 8))]
+        ratio = lpt_assign(costs, m).makespan / _optimal(costs, m)
+        worst = max(worst, ratio)
+        assert ratio <= lpt_bound(m) + 1e-12
+    # Graham's tight instance: 2m+1 jobs 2m-1, 2m-1, 2m-2, 2m-2, ..., m, m, m
+    costs = [c for k in range(2 * m - 1, m, -1) for c in (k, k)] + [m, m, m]
+    assert lpt_assign(costs, m).makespan / _optimal(costs, m) == pytest.approx(lpt_bound(m))
+
+
+def test_balance_pieces_cover_parents_and_are_small():
+    job = make_job(300, seed=3)
+    lengths = job.rows.lengths
+    wins = plan_windows(lengths, None, 128)
+    wins = [wins[k] for k in lpt_order([w.cost for w in wins])]
+    total = sum(w.cost for w in wins)
+    pieces = balance(wins, lengths, lengths, 4, min_pairs=16)
+    assert balance(wins, lengths, lengths, 4, min_pairs=16) == pieces  # deterministic
+    assert [[w] for w in wins] == balance(wins, lengths, lengths, 1)
+    for parent, ps in zip(wins, pieces):
+        a = set(zip(*[x.tolist() for x in window_pairs(parent)]))
+        b = [p for w in ps for p in zip(*[x.tolist() for x in window_pairs(w)])]
+        assert len(b) == len(set(b)) and set(b) == a
+        assert [w.cost for w in ps] == sorted((w.cost for w in ps), reverse=True)
+        for w in ps:
+            assert w.cost <= total / 32 or w.pairs < 64 or (
+                w.r1 - w.r0 <= BLOCK and w.c1 - w.c0 <= BLOCK)
+    assert sum(len(p) for p in pieces) > len(wins)
+
+
+def test_work_queue_order_avoid_and_ahead():
+    job = make_job(40)
+    lengths = job.rows.lengths
+    w = make_window(lengths, lengths, 0, 16, 16, 32, True)
+    q = WorkQueue(ahead=2)
+    for p in range(4):
+        q.put(Item(key=(p, 0), window=w, parent=p))
+    assert q.try_get("a").parent == 0
+    q.put(Item(key=(0, 0, 1), window=w, parent=0, avoid=frozenset({"a"})))
+    assert q.try_get("a").parent == 1          # the put-back piece is avoided by "a"
+    assert q.try_get("a") is None               # parent 2 is beyond released + ahead
+    assert q.try_get("b").key == (0, 0, 1)      # "b" may take it, first
+    q.release(1)
+    assert q.try_get("a").parent == 2
+    q.done(3)
+    assert q.outstanding == 2
+
+
+# ---------------------------------------------------------------------------------
+# several workers: same output, whatever the order or the failures
+# ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("which", ["tri", "rect"])
+def test_multi_worker_identical(which, request):
+    job, ref = request.getfixturevalue(which)
+    for k, n in enumerate((1, 2, 3)):
+        fakes = [Fake(f"g{i}", delay=0.004, seed=k * 10 + i, pipeline=i % 2 == 1)
+                 for i in range(n)]
+        timings = {}
+        out = run_job(job, fakes, width=32, timings=timings)
+        same(out, ref)
+        sched = timings["scheduler"]
+        assert sum(w["pairs"] for w in sched["workers"]) == len(ref)
+        if n > 1:
+            assert sched["windows"] > sched["planned_windows"]  # balanced into pieces
+            assert sum(w["windows"] > 0 for w in sched["workers"]) >= 2
+
+
+def test_gpu_style_backend_gives_one_worker_per_device():
+    class FakeGPU:
+        name = "gpu"
+
+        def __init__(self, devices=None):
+            self.devices = list(devices) if devices else [0]
+
+    b = FakeGPU(devices=[0, 2, 3])
+    ws = worker_backends(b)
+    assert ws[0] is b and [w.devices for w in ws[1:]] == [[2], [3]]
+    assert worker_backends(b)[1] is ws[1]  # kept for later runs
+    assert b.devices == [0, 2, 3]
+    assert len(worker_backends(FakeGPU(devices=[1]))) == 1
+
+
+def test_ordered_stream_is_the_same_whatever_the_workers(tri):
+    job, ref = tri
+
+    def stream(backends):
+        return list(iter_windows(job, backends, width=32, ordered=True))
+
+    one = stream([Fake("a")])
+    fail_big = lambda w, calls: w.pairs > 200 and calls == 0  # noqa: E731
+    many = stream([Fake("a", delay=0.003, seed=1), Fake("b", fail=fail_big, seed=2),
+                   Fake("c", delay=0.003, pipeline=True, seed=3)])
+    assert len(one) == len(many) == len(plan_windows(job.rows.lengths, None, 32))
+    for x, y in zip(one, many):
+        same(x, y)
+    covered(job, many)
+
+
+def test_failures_split_and_retry_nothing_lost_or_duplicated(tri):
+    job, ref = tri
+    # "out of memory" on any window of more than 300 pairs: split until they fit
+    oom = lambda w, calls: w.pairs > 300  # noqa: E731
+    fakes = [Fake("a", fail=oom, pipeline=True), Fake("b", fail=oom, delay=0.002)]
+    timings = {}
+    out = run_job(job, fakes, width=64, timings=timings)
+    same(out, ref)
+    sched = timings["scheduler"]
+    assert sched["failures"] > 0
+    ran = [w for f in fakes for w in f.ran]
+    assert all(w.pairs <= 300 for w in ran)
+    assert sum(w.pairs for w in ran) == len(ref)  # each pair ran exactly once
+    batches = list(iter_windows(job, [Fake("a", fail=oom), Fake("b", fail=oom)], width=64))
+    covered(job, batches)
+
+
+def test_pipelined_failure_reruns_windows_in_flight_alone(tri):
+    job, ref = tri
+    bad = make_window(job.rows.lengths, job.rows.lengths, 16, 32, 48, 64, True)
+    flaky = lambda w, calls: w == bad and calls == 0  # noqa: E731
+    f = Fake("a", fail=flaky, pipeline=True)
+    timings = {}
+    same(run_job(job, [f], width=16, timings=timings), ref)
+    assert timings["scheduler"]["failures"] == 1
+    assert f.calls[bad] == 2
+
+
+def test_dead_worker_retires_others_finish(tri):
+    job, ref = tri
+    class Dead(Fake):
+        def run_window(self, job, state, w):
+            raise RuntimeError("CUDA error: an illegal memory access was encountered")
+    dead = Dead("dead")
+    timings = {}
+    out = run_job(job, [dead, Fake("ok", delay=0.002)], width=32, timings=timings)
+    same(out, ref)
+    workers = {w["label"]: w for w in timings["scheduler"]["workers"]}
+    assert workers["fake"]["retired"] and workers["fake"]["pairs"] == 0
+    assert workers["fake1"]["pairs"] == len(ref)
+    assert "retired" in format_run_report(timings)
+
+
+def test_every_worker_failing_goes_to_the_fallback(tri):
+    job, ref = tri
+    always = lambda w, calls: True  # noqa: E731
+    fb = Fake("fallback")
+    timings = {}
+    batches = list(iter_windows(job, [Fake("a", fail=always), Fake("b", fail=always)],
+                                width=32, fallback=fb, timings=timings))
+    covered(job, batches)
+    assert sum(w.pairs for w in fb.ran) == len(ref)
+    labels = [w["label"] for w in timings["scheduler"]["workers"]]
+    assert "cpu-fallback" in labels
+
+
+def test_blocks_no_device_holds_go_to_the_fallback(tri):
+    job, ref = tri
+    fb = Fake("fallback")
+    # the device holds 100 "bytes" (= pairs): 16 x 16 blocks of 256 pairs never fit,
+    # diagonal blocks of 120 pairs neither; smaller ones do
+    dev = Fake("dev", budget=100)
+    batches = list(iter_windows(job, [dev], width=64, fallback=fb))
+    covered(job, batches)
+    assert all(w.pairs <= 100 for w in dev.ran)
+    assert all(w.pairs > 100 for w in fb.ran) and fb.ran
+    assert sum(w.pairs for w in dev.ran + fb.ran) == len(ref)
+
+
+def test_error_everywhere_raises_and_stops():
+    job = make_job(40)
+
+    class Broken(Fake):
+        def run_window(self, job, state, w):
+            raise ValueError("kernel bug")
+
+    before = threading.active_count()
+    with pytest.raises(ValueError, match="kernel bug"):
+        list(iter_windows(job, [Broken("a"), Broken("b")], width=16, fallback=None))
+    broken_cpu = Broken("cpu")
+    broken_cpu.name = "cpu"  # a CPU run has no fallback
+    with pytest.raises(ValueError, match="kernel bug"):
+        run_job(job, broken_cpu, width=16)
+    time.sleep(0.3)
+    assert threading.active_count() <= before
+
+
+def test_consumer_stopping_early_stops_the_workers(tri):
+    job, _ = tri
+    gen = iter_windows(job, [Fake("a", delay=0.01), Fake("b", delay=0.01)], width=16)
+    next(gen)
+    gen.close()
+    deadline = time.time() + 5
+    while time.time() < deadline and any(t.name.startswith("pairalign-")
+                                         for t in threading.enumerate()):
+        time.sleep(0.05)
+    assert not any(t.name.startswith("pairalign-") for t in threading.enumerate())
+
+
+def test_stream_is_bounded(tri):
+    """Workers wait for a slow consumer: at most the queue's worth is ever ahead."""
+    job, _ = tri
+    fakes = [Fake("a"), Fake("b")]
+    gen = iter_windows(job, fakes, width=16, buffer=2)
+    next(gen)
+    time.sleep(0.3)
+    ran = sum(len(f.ran) for f in fakes)
+    gen.close()
+    # one delivered, two queued, one held by each worker waiting to post
+    assert ran <= 1 + 2 + len(fakes)
+
+
+# ---------------------------------------------------------------------------------
+# progress
+# ---------------------------------------------------------------------------------
+
+
+def test_progress_callback_monotone_and_complete(tri):
+    job, ref = tri
+    calls = []
+    run_job(job, [Fake("a"), Fake("b", pipeline=True)], width=16,
+            progress=lambda d, t: calls.append((d, t)))
+    done = [d for d, _ in calls]
+    assert done == sorted(done) and done[-1] == len(ref)
+    assert {t for _, t in calls} == {len(ref)}
+
+    cells = []
+
+    def with_cells(d, t, c, ct):
+        cells.append((c, ct))
+    with_cells.wants_cells = True
+    run_job(job, _CPU, width=16, progress=with_cells)
+    total = sum(w.cells for w in plan_windows(job.rows.lengths, None, 16))
+    assert cells[-1] == (total, total)
+    assert [c for c, _ in cells] == sorted(c for c, _ in cells)
+
+
+def test_progress_bar_silent_when_not_a_tty_or_quiet():
+    assert terminal_progress(quiet=False, stream=io.StringIO()) is None
+    assert terminal_progress(quiet=True, stream=io.StringIO()) is None
+
+    class TTY(io.StringIO):
+        def isatty(self):
+            return True
+    assert terminal_progress(quiet=True, stream=TTY()) is None
+    assert isinstance(terminal_progress(quiet=False, stream=TTY()), ProgressBar)
+
+
+def test_progress_bar_draws_after_delay_and_ends_its_line():
+    now = [0.0]
+    s = io.StringIO()
+    bar = ProgressBar(s, delay=2.0, interval=0.1, clock=lambda: now[0])
+    bar(10, 100, 1_000, 10_000)
+    assert s.getvalue() == ""                  # a short run prints nothing
+    now[0] = 3.0
+    bar(50, 100, 5_000, 10_000)
+    line = s.getvalue()
+    assert line.startswith("\r") and "50/100 pairs" in line and "ETA" in line
+    assert "cells/s" in line and "\n" not in line
+    now[0] = 3.05
+    bar(60, 100, 6_000, 10_000)                # within the interval: not redrawn
+    assert s.getvalue() == line
+    now[0] = 4.0
+    bar(100, 100, 10_000, 10_000)
+    assert s.getvalue().endswith("\n") and "100/100" in s.getvalue()
+    quick = io.StringIO()
+    bar = ProgressBar(quick, delay=2.0, clock=lambda: 0.5)
+    bar(100, 100, 1, 1)
+    assert quick.getvalue() == ""
+
+
+def test_chain_calls_both_kinds():
+    got = []
+    plain = lambda d, t: got.append(("plain", d, t))  # noqa: E731
+
+    def rich(d, t, c, ct):
+        got.append(("rich", d, t, c, ct))
+    rich.wants_cells = True
+    both = chain(None, plain, rich)
+    both(1, 2, 3, 4)
+    assert got == [("plain", 1, 2), ("rich", 1, 2, 3, 4)]
+    assert chain(None) is None and chain(plain) is plain
+
+
+# ---------------------------------------------------------------------------------
+# plan and cost model
+# ---------------------------------------------------------------------------------
+
+
+def test_cost_fit_recovers_known_coefficients():
+    rng = np.random.default_rng(5)
+    m = rng.integers(256, 1 << 20, 40).astype(float)
+    n = rng.uniform(1e3, 4e5, 40)
+    true = np.array([2e-3, 3e-8, 1e-7, 2e-12])
+    t = true[0] + true[1] * m + true[2] * n + true[3] * m * n
+    model = cost.fit(m, m * n, t)
+    assert np.allclose(model.coef, true, rtol=1e-6)
+    noisy = t * rng.normal(1, 0.01, len(t))
+    model = cost.fit(m, m * n, noisy)
+    assert model.coef[3] == pytest.approx(true[3], rel=0.05)
+    assert model.rel_error < 0.03
+    # a term that does not exist is fitted to zero, never negative
+    t0 = 1e-3 + 5e-12 * m * n
+    model = cost.fit(m, m * n, t0)
+    assert (model.coef >= 0).all()
+    assert model.predict(m, m * n) == pytest.approx(t0, rel=1e-3)
+
+
+def test_calibrate_caches_and_predicts(tmp_path):
+    job = make_job(30)
+    spec = cost.CalibrationSpec(64, 60, 10, (16, 32), regions=(0.0, 1.0))
+    model = cost.calibrate(_CPU, job, spec)
+    assert model.samples == 4 and model.coef[3] >= 0
+    assert cost.cache_path().is_file()
+    cost.clear()
+    again = cost.get_model(cost.model_key(_CPU, job))
+    assert again is not None and np.allclose(again.coef, model.coef)
+
+
+def test_plan_numbers_equal_the_run(tri, rect):
+    for job, ref in (tri, rect):
+        spec = cost.CalibrationSpec(64, 60, 10, (16, 32), regions=(0.0, 0.5, 1.0))
+        p = plan(job, _CPU, width=32, calibrate=spec)
+        timings = {}
+        out = run_job(job, _CPU, width=32, timings=timings)
+        same(out, ref)
+        assert p.pairs == len(out) == sum(w.window.pairs for w in p.windows)
+        windows = plan_windows(job.rows.lengths, None if job.triangle else job.cols.lengths, 32)
+        assert p.cells == sum(w.cells for w in windows)
+        assert sum(d.cells for d in p.devices) == p.cells
+        assert p.predicted_s is not None and p.predicted_s > 0
+        assert timings["predicted"] is not None and timings["measured"] > 0
+        text = format_plan(p)
+        assert str(p) == text
+        assert f"pairs {p.pairs:,}" in text and "predicted s" in text
+
+
+def test_plan_assigns_windows_to_each_device(tri):
+    job, _ = tri
+    fakes = [Fake("a"), Fake("b"), Fake("c")]
+    p = plan(job, fakes, width=32, calibrate=False)
+    assert p.model is None and p.predicted_s is None
+    assert [d.label for d in p.devices] == ["fake", "fake1", "fake2"]
+    assert all(d.windows > 0 for d in p.devices)
+    assert sum(d.pairs for d in p.devices) == p.pairs
+    # without a model the LPT assignment uses cells: loads balance within a window
+    loads = [d.cells for d in p.devices]
+    assert max(loads) - min(loads) <= max(w.window.cells for w in p.windows)
+    assert "cost model: none" in str(p)
+
+
+class OutOfMemoryError(Exception):
+    """Named as cupy.cuda.memory.OutOfMemoryError."""
+
+
+class FakeGPU:
+    """Looks like GPUBackend to the scheduler: ``devices``, ``device.use()``, ``cp``'s
+    memory pools, ``window_bytes``/``device_budget`` and a pipelined ``run_windows``;
+    device 1 runs out of memory on windows over 300 pairs; the others are slower."""
+
+    name = "gpu"
+    min_window_pairs = 1024
+    log: list = []
+
+    def __init__(self, devices=None):
+        self.devices = list(devices) if devices else [0]
+        d = self.devices[0]
+        log = self.log
+
+        class Device:
+            def use(self):
+                FakeGPU.current.device = d
+                log.append(("use", d))
+
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *a):
+                return False
+
+        class Pool:
+            def free_all_blocks(self):
+                log.append(("free", d))
+
+        class CP:
+            get_default_memory_pool = staticmethod(lambda: Pool())
+            get_default_pinned_memory_pool = staticmethod(lambda: Pool())
+
+        self.device = Device()
+        self.cp = CP()
+        self.timings = {}
+        self.ran = []
+
+    current = threading.local()
+
+    def describe(self):
+        return f"gpu {self.devices[0]} (fake)"
+
+    def task_memory(self, job):
+        return 0
+
+    def fit_memory(self, job, budget):
+        return 0
+
+    def window_width(self, job, budget):
+        return 64
+
+    def window_bytes(self, job, w):
+        return w.pairs
+
+    def device_budget(self):
+        return 100_000
+
+    def prepare(self, job):
+        assert FakeGPU.current.device == self.devices[0]  # bound to its device
+        if self.devices[0] != 1:
+            time.sleep(0.05)  # device 1 takes the first (largest) windows
+        return _CPU.prepare(job)
+
+    def run_window(self, job, state, w):
+        return next(self.run_windows(job, state, [w]))
+
+    def run_windows(self, job, state, windows, depth=3):
+        pending = []
+
+        def finish(w):
+            if self.devices[0] != 1:
+                time.sleep(0.005)
+            self.ran.append(w)
+            self.timings["fill"] = self.timings.get("fill", 0.0) + 1e-3
+            return _CPU.run_window(job, state, w)
+
+        for w in windows:
+            if self.devices[0] == 1 and w.pairs > 300:
+                raise OutOfMemoryError("Out of memory allocating 1,234 bytes")
+            pending.append(w)
+            if len(pending) >= depth:
+                yield finish(pending.pop(0))
+        while pending:
+            yield finish(pending.pop(0))
+
+
+def test_gpu_like_backend_over_three_devices(tri):
+    job, ref = tri
+    FakeGPU.log.clear()
+    timings = {}
+    backend = FakeGPU(devices=[0, 1, 2])
+    out = run_job(job, backend, timings=timings)
+    same(out, ref)
+    gpu1 = backend._device_workers[1]
+    assert gpu1.ran and all(w.pairs <= 300 for w in gpu1.ran)
+    workers = {w["label"]: w for w in timings["scheduler"]["workers"]}
+    assert set(workers) == {"gpu0", "gpu1", "gpu2"}
+    assert sum(w["pairs"] for w in workers.values()) == len(ref)
+    assert ("use", 1) in FakeGPU.log and ("use", 2) in FakeGPU.log
+    assert workers["gpu1"]["failures"] > 0 and ("free", 1) in FakeGPU.log  # recovered
+    assert not workers["gpu1"]["retired"]  # out of memory is not a lost device
+    assert workers["gpu0"]["backend_timings"]["fill"] > 0
+
+
+def test_device_with_less_memory_splits_at_run_time(tri):
+    job, ref = tri
+    big, small, fb = Fake("big", budget=10_000, delay=0.005), Fake("small", budget=150), Fake("fb")
+    timings = {}
+    batches = list(iter_windows(job, [big, small], width=64, fallback=fb, timings=timings))
+    covered(job, batches)
+    assert small.ran and all(w.pairs <= 150 for w in small.ran)
+    assert sum(w.pairs for w in big.ran + small.ran + fb.ran) == len(ref)
+    same(run_job(job, [Fake("big", budget=10_000), Fake("small", budget=150)], width=64), ref)
