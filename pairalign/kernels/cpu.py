@@ -1,10 +1,13 @@
 """CPU kernels (numba): inter-sequence SIMD fill with a 4-bit traceback, and its walk.
 
-One *task* aligns one query against a chunk of targets, one per lane. The inner loop
-runs over the lanes, so LLVM turns it into 16-bit (or 32-bit) vector code: every
-lane is one pair, as every thread is one pair on the GPU. Targets in a chunk are
-padded on the right to the longest; padding never changes a real cell, since the
-recurrence only looks up and left.
+One *task* aligns one query against a chunk of targets, one per lane: every lane is
+one pair, as every thread is one pair on the GPU. The row loop is written as LLVM
+vector IR (``make_segment``): the lanes' H/E state stays in registers along a row,
+no runtime alias checks, and separate code for score-only, traceback and local
+tracking. Targets in a chunk are padded on the right to the longest; a column is
+computed only for the quarters of lanes that still have a target residue there
+(padding never changes a real cell, since the recurrence only looks up and left).
+Tasks are split among workers longest first; each worker reuses its buffers.
 
 Conventions (shared with the GPU kernels, see ``pairalign.kernels.conventions``):
 cells ``(i, j)`` are 1-based, ``i`` over the query (rows), ``j`` over the target;
@@ -17,15 +20,248 @@ prefer opening over extending; the end cell is the first best in row-major order
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from llvmlite import ir
+from numba import njit, prange, types
+from numba.extending import intrinsic
 
-from .simd import iadd, ieq, igt, imax, ior, isel, ishl, isub, nibbles
 from .conventions import (GLOBAL, LOCAL, OP_DEL, OP_INS, OP_MATCH, OP_MISMATCH,
                           ORIGIN_DIAG, ORIGIN_E, ORIGIN_STOP, SEMIGLOBAL)
 
+# The vector code lives here, not in simd.py: numba's cache checks only the
+# timestamp of the file that defines a cached function, so code generated for
+# ``_fill`` must change with this file.
+
+#: Lanes (pairs) per task by score byte width: 1024 bits of lanes, two AVX-512
+#: registers (or four AVX2 ones) per vector, which LLVM splits as the target needs.
+TASK_LANES = {2: 64, 4: 32}
+#: A task's lanes are handled in quarters: at column ``j`` only the quarters with a
+#: target of at least ``j`` residues are computed.
+QUARTERS = 4
+#: Rows of the per-lane state scratch: H diagonal, H left, E, row best, its column.
+S_HD, S_HL, S_E, S_RB, S_RJ = 0, 1, 2, 3, 4
+S_ROWS = 5
+
+
+def _splat(builder, vty, x):
+    undef = ir.Constant(vty, ir.Undefined)
+    v = builder.insert_element(undef, x, ir.Constant(ir.IntType(32), 0))
+    zero = ir.Constant(ir.VectorType(ir.IntType(32), vty.count), None)
+    return builder.shuffle_vector(v, undef, zero)
+
+
+def _vptr(builder, base, offset, vty):
+    return builder.bitcast(builder.gep(base, [offset]), vty.as_pointer())
+
+
+def _smax(builder, x, y):
+    return builder.select(builder.icmp_signed(">", x, y), x, y)
+
+
+def make_segment(want_tb: bool, local: bool):
+    """An intrinsic computing columns ``j0..j1`` of one DP row for quarters ``q0..q1-1``.
+
+    ``segment(H, F, P, poff, TB, tboff, S, q0, q1, j0, j1, go, ge)``; every buffer
+    is flat, a row of ``L`` lanes (``L = TASK_LANES[itemsize]``):
+
+    - ``H``, ``F``: the previous row's H and F at columns ``0..M``, overwritten
+      with this row's (row ``j`` at ``j * L``);
+    - ``P[poff + (j - 1) * L + k]``: the substitution score of this row's residue
+      against residue ``j`` of lane ``k``'s target;
+    - ``TB[tboff + (j - 1) * L / 2 + k]``: the traceback byte of lanes ``k`` (low
+      nibble) and ``k + L / 2`` (high nibble), written when ``want_tb``;
+    - ``S[r * L + k]``: lane ``k``'s running state, row ``r`` one of ``S_*``,
+      read at ``j0`` and written back after ``j1`` (``S_RB``/``S_RJ`` only when
+      ``local``).
+
+    Lanes outside the quarters are neither read nor written, except that their
+    traceback nibbles in the bytes written become 0.
+    """
+
+    @intrinsic
+    def segment(typingctx, H, F, P, poff, TB, tboff, S, q0, q1, j0, j1, go, ge):
+        T = H.dtype
+        if not (isinstance(T, types.Integer) and F.dtype == T and P.dtype == T
+                and S.dtype == T and go == T and ge == T):
+            return None
+        sig = types.none(H, F, P, poff, TB, tboff, S, q0, q1, j0, j1, go, ge)
+
+        def codegen(context, builder, sig, args):
+            (H_, F_, P_, poff_, TB_, tboff_, S_, q0_, q1_, j0_, j1_, go_, ge_) = args
+            at = sig.args
+            i64 = ir.IntType(64)
+            i32 = ir.IntType(32)
+            ity = context.get_value_type(T)
+            bits = ity.width
+            L = TASK_LANES[bits // 8]
+            half = L // 2
+            g = L // QUARTERS
+
+            def data(k, val):
+                return context.make_array(at[k])(context, builder, val).data
+
+            def as64(k, val):
+                return context.cast(builder, val, at[k], types.int64)
+
+            Hp, Fp, Pp, TBp, Sp = data(0, H_), data(1, F_), data(2, P_), data(4, TB_), data(6, S_)
+            poff64, tboff64 = as64(3, poff_), as64(5, tboff_)
+            q0v, q1v = as64(7, q0_), as64(8, q1_)
+            j0v, j1v = as64(9, j0_), as64(10, j1_)
+            key = builder.add(builder.mul(q0v, i64(8)), q1v)
+            fn = builder.function
+            bb_end = fn.append_basic_block("seg.end")
+            sw = builder.switch(key, bb_end)
+            for a in range(QUARTERS):
+                for b in range(a + 1, QUARTERS + 1):
+                    bb = fn.append_basic_block(f"seg.q{a}{b}")
+                    sw.add_case(i64(a * 8 + b), bb)
+                    builder.position_at_end(bb)
+                    _emit_loop(builder, ity, L, half, _parts(a, b, g), Hp, Fp, Pp, poff64,
+                               TBp, tboff64, Sp, j0v, j1v, go_, ge_, want_tb, local)
+                    builder.branch(bb_end)
+            builder.position_at_end(bb_end)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    return segment
+
+
+def _parts(a, b, g):
+    """Lanes of quarters ``a..b-1`` as ``(offset, width)`` parts of one or two quarters
+    (power-of-two vectors: LLVM scalarises a 3-quarter vector)."""
+    out = []
+    q = a
+    while q < b:
+        n = 2 if b - q >= 2 else 1
+        out.append((q * g, n * g))
+        q += n
+    return out
+
+
+def _emit_loop(builder, ity, L, half, parts, Hp, Fp, Pp, poff, TBp, tboff, Sp, j0, j1,
+               go, ge, want_tb, local):
+    i64 = ir.IntType(64)
+    i32 = ir.IntType(32)
+    i8 = ir.IntType(8)
+    align = ity.width // 8
+
+    def vload(base, offset, vty):
+        ld = builder.load(_vptr(builder, base, offset, vty))
+        ld.align = align
+        return ld
+
+    def vstore(val, base, offset):
+        st = builder.store(val, _vptr(builder, base, offset, val.type))
+        st.align = align
+
+    def const(vty, x):
+        return ir.Constant(vty, [ir.Constant(ity, x)] * vty.count)
+
+    state_rows = [S_HD, S_HL, S_E] + ([S_RB, S_RJ] if local else [])
+    vtys = [ir.VectorType(ity, w) for _, w in parts]
+    GO = [_splat(builder, v, go) for v in vtys]
+    GE = [_splat(builder, v, ge) for v in vtys]
+    init = [[vload(Sp, i64(r * L + off), v) for r in state_rows]
+            for (off, _), v in zip(parts, vtys)]
+    fn = builder.function
+    pre = builder.block
+    bb_loop = fn.append_basic_block("seg.loop")
+    bb_done = fn.append_basic_block("seg.done")
+    builder.cbranch(builder.icmp_signed("<=", j0, j1), bb_loop, bb_done)
+
+    builder.position_at_end(bb_loop)
+    j = builder.phi(i64)
+    j.add_incoming(j0, pre)
+    phis = []
+    for vals, v in zip(init, vtys):
+        row_phis = []
+        for x in vals:
+            p = builder.phi(v)
+            p.add_incoming(x, pre)
+            row_phis.append(p)
+        phis.append(row_phis)
+    jm1 = builder.sub(j, i64(1))
+    rowj = builder.mul(j, i64(L))
+    rowp = builder.add(poff, builder.mul(jm1, i64(L)))
+    hvty = ir.VectorType(i8, half)
+    packed = ir.Constant(hvty, None)
+    nxt = []
+    for pi, ((off, w), vty) in enumerate(zip(parts, vtys)):
+        hd, hl, e = phis[pi][0], phis[pi][1], phis[pi][2]
+        ZERO = const(vty, 0)
+        row = builder.add(rowj, i64(off))
+        hup = vload(Hp, row, vty)
+        fup = vload(Fp, row, vty)
+        prj = vload(Pp, builder.add(rowp, i64(off)), vty)
+        diag = builder.add(hd, prj)
+        e_ext = builder.sub(e, GE[pi])
+        e_open = builder.sub(hl, GO[pi])
+        ev = _smax(builder, e_ext, e_open)
+        f_ext = builder.sub(fup, GE[pi])
+        f_open = builder.sub(hup, GO[pi])
+        fv = _smax(builder, f_ext, f_open)
+        h = _smax(builder, _smax(builder, diag, ev), fv)
+        if want_tb:
+            org = builder.select(builder.icmp_signed("==", h, diag), const(vty, 1),
+                                 builder.select(builder.icmp_signed("==", h, ev), const(vty, 2),
+                                                const(vty, 3)))
+            if local:
+                org = builder.select(builder.icmp_signed(">", h, ZERO), org, ZERO)
+            eb = builder.select(builder.icmp_signed(">", e_ext, e_open), const(vty, 4), ZERO)
+            fb = builder.select(builder.icmp_signed(">", f_ext, f_open), const(vty, 8), ZERO)
+            tv = builder.trunc(builder.or_(org, builder.or_(eb, fb)), ir.VectorType(i8, w))
+            zb = ir.Constant(ir.VectorType(i8, w), None)
+            # byte k holds lane k (low nibble) and lane k + L/2 (high nibble)
+            lo = [x - off if off <= x < off + w else w for x in range(half)]
+            hi = [x + half - off if off <= x + half < off + w else w for x in range(half)]
+            if any(v < w for v in lo):
+                packed = builder.or_(packed, builder.shuffle_vector(
+                    tv, zb, ir.Constant(ir.VectorType(i32, half), lo)))
+            if any(v < w for v in hi):
+                hib = builder.shuffle_vector(tv, zb, ir.Constant(ir.VectorType(i32, half), hi))
+                packed = builder.or_(packed, builder.shl(
+                    hib, ir.Constant(hvty, [ir.Constant(i8, 4)] * half)))
+        if local:
+            h = _smax(builder, h, ZERO)
+            rb, rj = phis[pi][3], phis[pi][4]
+            t = builder.icmp_signed(">", h, rb)
+            jv = _splat(builder, vty, builder.trunc(j, ity))
+            nxt_rb = builder.select(t, h, rb)
+            nxt_rj = builder.select(t, jv, rj)
+        vstore(h, Hp, row)
+        vstore(fv, Fp, row)
+        nxt.append([hup, h, ev] + ([nxt_rb, nxt_rj] if local else []))
+    if want_tb:
+        tbp = builder.bitcast(builder.gep(TBp, [builder.add(tboff, builder.mul(jm1, i64(half)))]),
+                              hvty.as_pointer())
+        st = builder.store(packed, tbp)
+        st.align = 1
+    j_next = builder.add(j, i64(1))
+    body_end = builder.block
+    j.add_incoming(j_next, body_end)
+    for pp, nn in zip(phis, nxt):
+        for p, v in zip(pp, nn):
+            p.add_incoming(v, body_end)
+    builder.cbranch(builder.icmp_signed("<=", j_next, j1), bb_loop, bb_done)
+
+    builder.position_at_end(bb_done)
+    final = []
+    for (off, _), v, ii, nn in zip(parts, vtys, init, nxt):
+        for r, x0, x1 in zip(state_rows, ii, nn):
+            p = builder.phi(v)
+            p.add_incoming(x0, pre)
+            p.add_incoming(x1, body_end)
+            final.append((p, r * L + off))
+    for p, at in final:
+        vstore(p, Sp, i64(at))
+
+
 #: Lanes (pairs) per task, by the score type's size in bytes (measured best on
 #: AVX-512: 64 lanes of 16 bits, 32 of 32 bits).
-LANES = {2: 64, 4: 32}
+LANES = dict(TASK_LANES)
+
+_SEG = {(tb, lc): make_segment(tb, lc) for tb in (False, True) for lc in (False, True)}
+_seg_s, _seg_sl, _seg_t, _seg_tl = _SEG[False, False], _SEG[False, True], _SEG[True, False], _SEG[True, True]
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
@@ -34,14 +270,19 @@ def _boundary(i, gap_open, gap_extend):
 
 
 @njit(cache=True, parallel=True, boundscheck=False)
-def build_profiles(codes, seq_off, chunk_cols, chunk_width, matrix, width, pad, out):
-    """``out[ch, c, j, k]``: score of residue ``c`` against residue ``j`` of lane ``k``'s target.
+def build_profiles(codes, seq_off, chunk_cols, chunk_width, prof_off, prof_w, matrix, pad, out):
+    """Flat profiles, one block per chunk from ``prof_off[ch]``: ``[c, j, k]`` with
+    ``j < W`` (``W`` the chunk's longest target) holds the score of residue ``c``
+    against residue ``j`` of lane ``k``'s target.
 
     Columns past a target's end score ``pad`` (very negative), so that in local
     mode no padding cell can beat a real one.
     """
-    nchunks, K, _, lanes = out.shape
+    nchunks, lanes = chunk_cols.shape
+    K = matrix.shape[0]
     for ch in prange(nchunks):
+        base0 = prof_off[ch]
+        width = prof_w[ch]
         for k in range(lanes):
             m = 0
             base = 0
@@ -53,99 +294,114 @@ def build_profiles(codes, seq_off, chunk_cols, chunk_width, matrix, width, pad, 
                 if j < m:
                     b = codes[base + j]
                     for c in range(K):
-                        out[ch, c, j, k] = matrix[c, b]
+                        out[base0 + (c * width + j) * lanes + k] = matrix[c, b]
                 else:
                     for c in range(K):
-                        out[ch, c, j, k] = pad
+                        out[base0 + (c * width + j) * lanes + k] = pad
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
-def _fill(mode, a, prof, mlen, M, consts, H, F, tb, want_tb, best, bi, bj):
+def _segments(mlen, lanes, seg):
+    """Column ranges with the same quarters of lanes active: ``seg[s] = q0, q1, j0, j1``.
+
+    A quarter is active at column ``j`` while one of its targets has ``j``
+    residues or more; a segment spans the first to the last active quarter.
+    """
+    g = lanes // QUARTERS
+    qmax = np.zeros(QUARTERS, np.int64)
+    for q in range(QUARTERS):
+        for k in range(q * g, (q + 1) * g):
+            if mlen[k] > qmax[q]:
+                qmax[q] = mlen[k]
+    ns = 0
+    j = 1
+    while True:
+        q0 = -1
+        q1 = -1
+        jend = 1 << 62
+        for q in range(QUARTERS):
+            if qmax[q] >= j:
+                if q0 < 0:
+                    q0 = q
+                q1 = q + 1
+                if qmax[q] < jend:
+                    jend = qmax[q]
+        if q0 < 0:
+            break
+        seg[ns, 0] = q0
+        seg[ns, 1] = q1
+        seg[ns, 2] = j
+        seg[ns, 3] = jend
+        ns += 1
+        j = jend + 1
+    return ns
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
+def _fill(mode, a, prof, pbase, pwidth, mlen, M, go, ge, neg, H, F, S, tb, want_tb,
+          best, bi, bj, seg):
     """Fill one query against ``lanes`` targets; ends and best scores per lane.
 
-    ``consts`` holds, in the score type: 0, 1, 2, 3, gap open, gap extend,
-    minus infinity.
+    ``H``, ``F`` (``(M + 1) * lanes``), ``S`` (state) and ``tb`` (``n * M * lanes / 2``
+    bytes) are flat scratch buffers; ``prof[pbase + (c * pwidth + j) * lanes + k]``
+    is the chunk's profile.
     """
     n = a.shape[0]
-    lanes = H.shape[1]
+    lanes = mlen.shape[0]
     half = lanes // 2
-    zero, one, two, three = consts[0], consts[1], consts[2], consts[3]
-    go, ge, neg = consts[4], consts[5], consts[6]
-    sh2 = two
-    sh3 = three
     gap_open = np.int64(go)
     gap_extend = np.int64(ge)
-    e = np.empty(lanes, H.dtype)
-    hd = np.empty(lanes, H.dtype)
-    hl = np.empty(lanes, H.dtype)
-    rb = np.empty(lanes, H.dtype)
-    rj = np.empty(lanes, H.dtype)
-    tv = np.empty(lanes, H.dtype)
     for j in range(M + 1):
         hb = _boundary(j, gap_open, gap_extend) if mode == GLOBAL else 0
         for k in range(lanes):
-            H[j, k] = hb
-            F[j, k] = neg
+            H[j * lanes + k] = hb
+            F[j * lanes + k] = neg
     for k in range(lanes):
         best[k] = 0 if mode == LOCAL else neg
         bi[k] = 0
         bj[k] = 0
+    ns = _segments(mlen, lanes, seg)
     local = mode == LOCAL
+    rb = S[S_RB * lanes:(S_RB + 1) * lanes]
+    rj = S[S_RJ * lanes:(S_RJ + 1) * lanes]
     for i in range(1, n + 1):
-        pr = prof[a[i - 1]]
+        poff = pbase + a[i - 1] * pwidth * lanes
         hb = _boundary(i, gap_open, gap_extend) if mode == GLOBAL else 0
         for k in range(lanes):
-            hd[k] = H[0, k]
-            hl[k] = hb
-            e[k] = neg
-            H[0, k] = hb
-            rb[k] = zero
-            rj[k] = zero
-        jv = zero
-        for j in range(1, M + 1):
-            prj = pr[j - 1]
-            Hj = H[j]
-            Fj = F[j]
-            jv = iadd(jv, one)
-            for k in range(lanes):
-                hup = Hj[k]
-                diag = iadd(hd[k], prj[k])
-                e_ext = isub(e[k], ge)
-                e_open = isub(hl[k], go)
-                ev = imax(e_ext, e_open)
-                f_ext = isub(Fj[k], ge)
-                f_open = isub(hup, go)
-                fv = imax(f_ext, f_open)
-                h = imax(imax(diag, ev), fv)
-                org = isel(ieq(h, diag), one, isel(ieq(h, ev), two, three))
-                if local:
-                    org = isel(igt(h, zero), org, zero)
-                    h = imax(h, zero)
-                    t = igt(h, rb[k])
-                    rb[k] = isel(t, h, rb[k])
-                    rj[k] = isel(t, jv, rj[k])
-                e[k] = ev
-                Fj[k] = fv
-                hd[k] = hup
-                hl[k] = h
-                Hj[k] = h
-                tv[k] = ior(org, ior(ishl(igt(e_ext, e_open), sh2), ishl(igt(f_ext, f_open), sh3)))
+            S[S_HD * lanes + k] = H[k]
+            H[k] = hb
+            S[S_HL * lanes + k] = hb
+            S[S_E * lanes + k] = neg
+            rb[k] = 0
+            rj[k] = 0
+        tboff = (i - 1) * M * half
+        for s in range(ns):
+            q0 = seg[s, 0]
+            q1 = seg[s, 1]
+            j0 = seg[s, 2]
+            j1 = seg[s, 3]
             if want_tb:
-                row = tb[i - 1, j - 1]
-                for k in range(half):
-                    row[k] = nibbles(tv[k], tv[k + half])
+                if local:
+                    _seg_tl(H, F, prof, poff, tb, tboff, S, q0, q1, j0, j1, go, ge)
+                else:
+                    _seg_t(H, F, prof, poff, tb, tboff, S, q0, q1, j0, j1, go, ge)
+            else:
+                if local:
+                    _seg_sl(H, F, prof, poff, tb, tboff, S, q0, q1, j0, j1, go, ge)
+                else:
+                    _seg_s(H, F, prof, poff, tb, tboff, S, q0, q1, j0, j1, go, ge)
         # row-major order: the first strictly better cell wins
         if mode == LOCAL:
             for k in range(lanes):
-                if rb[k] > best[k]:
+                if mlen[k] > 0 and rb[k] > best[k]:
                     best[k] = rb[k]
                     bi[k] = i
                     bj[k] = rj[k]
         elif mode == SEMIGLOBAL and i < n:
             for k in range(lanes):
                 m = mlen[k]
-                if m > 0 and H[m, k] > best[k]:
-                    best[k] = H[m, k]
+                if m > 0 and H[m * lanes + k] > best[k]:
+                    best[k] = H[m * lanes + k]
                     bi[k] = i
                     bj[k] = m
     for k in range(lanes):
@@ -153,13 +409,13 @@ def _fill(mode, a, prof, mlen, M, consts, H, F, tb, want_tb, best, bi, bj):
         if m == 0:
             continue
         if mode == GLOBAL:
-            best[k] = H[m, k]
+            best[k] = H[m * lanes + k]
             bi[k] = n
             bj[k] = m
         elif mode == SEMIGLOBAL:
             for j in range(1, m + 1):
-                if H[j, k] > best[k]:
-                    best[k] = H[j, k]
+                if H[j * lanes + k] > best[k]:
+                    best[k] = H[j * lanes + k]
                     bi[k] = n
                     bj[k] = j
 
@@ -257,61 +513,121 @@ def _walk(mode, a, b, tb, lane, ei, ej, op_code, op_len, start):
     return i, j, pos - start, ident, length
 
 
+@njit(cache=True, boundscheck=False)
+def assign_workers(cost, nworkers):
+    """Longest processing time first: tasks (by ``cost``) to workers; returns
+    ``(order, start)``, worker ``w`` running ``order[start[w]:start[w + 1]]``."""
+    nt = cost.shape[0]
+    byc = np.argsort(-cost, kind="mergesort")
+    load = np.zeros(nworkers, np.int64)
+    owner = np.empty(nt, np.int64)
+    count = np.zeros(nworkers + 1, np.int64)
+    for x in range(nt):
+        t = byc[x]
+        w = 0
+        for v in range(1, nworkers):
+            if load[v] < load[w]:
+                w = v
+        load[w] += cost[t]
+        owner[t] = w
+        count[w + 1] += 1
+    start = np.cumsum(count)
+    fill = start[:-1].copy()
+    order = np.empty(nt, np.int64)
+    for x in range(nt):
+        t = byc[x]
+        w = owner[t]
+        order[fill[w]] = t
+        fill[w] += 1
+    return order, start
+
+
 @njit(cache=True, parallel=True, boundscheck=False)
 def align_tasks(mode, want_tb, codes, seq_off, task_row, task_chunk, task_lane0,
-                task_out, chunk_cols, chunk_width, profiles, consts, op_off, out_score, out_qb, out_qe, out_tb, out_te, out_ident,
+                task_out, chunk_cols, chunk_width, profiles, prof_off, prof_w, consts, order, wstart,
+                op_off, out_score, out_qb, out_qe, out_tb, out_te, out_ident,
                 out_alen, out_nops, op_code, op_len):
     """Align every task (one query x one chunk of targets) of a window.
 
     Results of the task's active lanes ``task_lane0[t] .. chunk_width - 1`` go
     to consecutive pair slots from ``task_out[t]``; pair ``p`` writes its
-    operations from ``op_off[p]``.
+    operations from ``op_off[p]``. Worker ``w`` runs tasks
+    ``order[wstart[w]:wstart[w + 1]]`` with its own scratch buffers.
     """
-    ntasks = task_row.shape[0]
     dtype = profiles.dtype
-    lanes = profiles.shape[3]
-    for t in prange(ntasks):
-        r = task_row[t]
-        ch = task_chunk[t]
-        a = codes[seq_off[r]:seq_off[r + 1]]
-        n = a.shape[0]
-        width = chunk_width[ch]
-        lane0 = task_lane0[t]
-        mlen = np.zeros(lanes, np.int64)
-        M = 0
-        for k in range(lane0, width):
-            c = chunk_cols[ch, k]
-            mlen[k] = seq_off[c + 1] - seq_off[c]
-            if mlen[k] > M:
-                M = mlen[k]
-        H = np.empty((M + 1, lanes), dtype)
-        F = np.empty((M + 1, lanes), dtype)
-        if want_tb:
-            tb = np.empty((n, M, lanes // 2), np.uint8)
-        else:
-            tb = np.empty((1, 1, lanes // 2), np.uint8)
+    lanes = chunk_cols.shape[1]
+    half = lanes // 2
+    go, ge, neg = consts[4], consts[5], consts[6]
+    nworkers = wstart.shape[0] - 1
+    for w in prange(nworkers):
+        # scratch sizes: the largest task of this worker
+        Mmax = 0
+        cellmax = 0
+        for x in range(wstart[w], wstart[w + 1]):
+            t = order[x]
+            r = task_row[t]
+            ch = task_chunk[t]
+            M = 0
+            for k in range(task_lane0[t], chunk_width[ch]):
+                c = chunk_cols[ch, k]
+                m = seq_off[c + 1] - seq_off[c]
+                if m > M:
+                    M = m
+            if M > Mmax:
+                Mmax = M
+            n = seq_off[r + 1] - seq_off[r]
+            if n * M > cellmax:
+                cellmax = n * M
+        H = np.empty((Mmax + 1) * lanes, dtype)
+        F = np.empty((Mmax + 1) * lanes, dtype)
+        S = np.empty(S_ROWS * lanes, dtype)
+        tbuf = np.empty(cellmax * half if want_tb else half, np.uint8)
         best = np.empty(lanes, np.int64)
         bi = np.empty(lanes, np.int64)
         bj = np.empty(lanes, np.int64)
-        _fill(mode, a, profiles[ch], mlen, M, consts, H, F, tb, want_tb, best, bi, bj)
-        for k in range(lane0, width):
-            p = task_out[t] + k - lane0
-            out_score[p] = best[k]
-            out_qe[p] = bi[k]
-            out_te[p] = bj[k]
-            if want_tb:
+        mlen = np.empty(lanes, np.int64)
+        seg = np.empty((QUARTERS + 1, 4), np.int64)
+        for x in range(wstart[w], wstart[w + 1]):
+            t = order[x]
+            r = task_row[t]
+            ch = task_chunk[t]
+            a = codes[seq_off[r]:seq_off[r + 1]]
+            n = a.shape[0]
+            width = chunk_width[ch]
+            lane0 = task_lane0[t]
+            M = 0
+            for k in range(lanes):
+                mlen[k] = 0
+            for k in range(lane0, width):
                 c = chunk_cols[ch, k]
-                b = codes[seq_off[c]:seq_off[c + 1]]
-                qb, tbeg, nops, ident, alen = _walk(mode, a, b, tb, k, bi[k], bj[k],
-                                                     op_code, op_len, op_off[p])
-                out_qb[p] = qb
-                out_tb[p] = tbeg
-                out_nops[p] = nops
-                out_ident[p] = ident
-                out_alen[p] = alen
+                mlen[k] = seq_off[c + 1] - seq_off[c]
+                if mlen[k] > M:
+                    M = mlen[k]
+            pwidth = prof_w[ch]
+            if want_tb:
+                tb = tbuf[:n * M * half].reshape((n, M, half))
             else:
-                out_qb[p] = -1
-                out_tb[p] = -1
-                out_nops[p] = 0
-                out_ident[p] = -1
-                out_alen[p] = -1
+                tb = tbuf[:half].reshape((1, 1, half))
+            _fill(mode, a, profiles, prof_off[ch], pwidth, mlen, M, go, ge, neg, H, F, S,
+                  tbuf, want_tb, best, bi, bj, seg)
+            for k in range(lane0, width):
+                p = task_out[t] + k - lane0
+                out_score[p] = best[k]
+                out_qe[p] = bi[k]
+                out_te[p] = bj[k]
+                if want_tb:
+                    c = chunk_cols[ch, k]
+                    b = codes[seq_off[c]:seq_off[c + 1]]
+                    qb, tbeg, nops, ident, alen = _walk(mode, a, b, tb, k, bi[k], bj[k],
+                                                         op_code, op_len, op_off[p])
+                    out_qb[p] = qb
+                    out_tb[p] = tbeg
+                    out_nops[p] = nops
+                    out_ident[p] = ident
+                    out_alen[p] = alen
+                else:
+                    out_qb[p] = -1
+                    out_tb[p] = -1
+                    out_nops[p] = 0
+                    out_ident[p] = -1
+                    out_alen[p] = -1

@@ -54,37 +54,16 @@ class CPUBackend:
         return {"codes": codes, "offsets": offsets, "col_base": col_base}
 
     def run_window(self, job: Job, state: dict, w: Window) -> PairBatch:
-        """Align every pair of a window; query/target are sorted positions."""
-        numba.set_num_threads(self.threads)
-        dtype = job.score_dtype(w)
-        L = cpu.LANES[dtype.itemsize]
-        offsets, col_base = state["offsets"], state["col_base"]
-        starts = np.arange(w.c0, w.c1, L)
-        widths = np.minimum(L, w.c1 - starts)
-        chunk_cols = (starts[:, None] + np.arange(L)[None, :]).clip(max=w.c1 - 1) + col_base
-        rows = np.arange(w.r0, w.r1)
-        t_row = np.repeat(rows, len(starts))
-        t_chunk = np.tile(np.arange(len(starts)), len(rows))
-        if w.triangle:
-            lane0 = np.clip(t_row + 1 - starts[t_chunk], 0, L)
-        else:
-            lane0 = np.zeros(len(t_row), np.int64)
-        active = np.maximum(widths[t_chunk] - lane0, 0)
-        keep = active > 0
-        t_row, t_chunk, lane0, active = t_row[keep], t_chunk[keep], lane0[keep], active[keep]
-        t_out = np.concatenate([[0], np.cumsum(active)[:-1]]).astype(np.int64)
-        pr, pc = window_pairs(w)
-        lengths = np.diff(offsets)
-        n_pairs = len(pr)
-        assert n_pairs == int(active.sum())
+        """Align every pair of a window; query/target are sorted positions.
 
-        width = int(lengths[col_base + w.c0])
-        profiles = np.empty((len(starts), job.scoring.matrix.shape[0], width, L), dtype)
-        neg = NEG[dtype]
-        cpu.build_profiles(state["codes"], offsets, chunk_cols, widths, job.scoring.matrix,
-                           width, neg, profiles)
-        sc = job.scoring
-        consts = np.array([0, 1, 2, 3, sc.gap_open, sc.gap_extend, neg], dtype)
+        Each task (one query x one chunk of targets) gets the narrowest score type
+        that its own pairs allow: 16-bit tasks of 64 lanes, 32-bit ones of 32.
+        """
+        numba.set_num_threads(self.threads)
+        offsets, col_base = state["offsets"], state["col_base"]
+        lengths = np.diff(offsets)
+        pr, pc = window_pairs(w)
+        n_pairs = len(pr)
         if job.traceback:
             bound = lengths[pr] + lengths[pc + col_base]
         else:
@@ -96,11 +75,112 @@ class CPUBackend:
         out = {k: np.empty(n_pairs, np.int32) for k in
                ("score", "query_begin", "query_end", "target_begin", "target_end",
                 "identities", "length", "n_ops")}
-        cpu.align_tasks(job.mode_code, job.traceback, state["codes"], offsets,
-                        t_row, t_chunk, lane0, t_out, chunk_cols, widths, profiles, consts, op_off, out["score"], out["query_begin"],
-                        out["query_end"], out["target_begin"], out["target_end"],
-                        out["identities"], out["length"], out["n_ops"], op_code, op_len)
+
+        # pair slot of (row r, first column c): window_pairs' row-major order
+        rows = np.arange(w.r0, w.r1)
+        first = np.maximum(w.c0, rows + 1) if w.triangle else np.full(len(rows), w.c0)
+        per_row = np.maximum(w.c1 - first, 0)
+        row_start = np.concatenate([[0], np.cumsum(per_row)[:-1]]).astype(np.int64)
+
+        L16, L32 = cpu.LANES[2], cpu.LANES[4]
+        plan16 = _plan(w, L16, lengths, col_base)
+        n16 = lengths[plan16["row"]]
+        need32 = _needs_int32(job.scoring, n16, plan16["M"])
+        done = 0
+        if not need32.all():
+            done += self._run(job, state, w, _subset(plan16, ~need32), np.dtype(np.int16),
+                              first, row_start, op_off, out, op_code, op_len)
+        if need32.any():
+            wide = np.zeros((w.r1 - w.r0, len(plan16["starts"])), bool)
+            wide[plan16["row"][need32] - w.r0, plan16["chunk"][need32]] = True
+            plan32 = _plan(w, L32, lengths, col_base)
+            parent = (plan32["starts"][plan32["chunk"]] - w.c0) // L16
+            keep = wide[plan32["row"] - w.r0, parent]
+            plan32 = _subset(plan32, keep)
+            n32 = lengths[plan32["row"]]
+            for n, m in set(zip(n32.tolist(), plan32["M"].tolist())):
+                job.scoring.score_dtype(n, m)  # raises where 32 bits could overflow
+            done += self._run(job, state, w, plan32, np.dtype(np.int32),
+                              first, row_start, op_off, out, op_code, op_len)
+        assert done == n_pairs
         n_ops = out.pop("n_ops")
         offs, code, ln = compact_ops(op_code, op_len, op_off, n_ops)
         return PairBatch(query=pr.astype(np.int64), target=pc.astype(np.int64), **out,
                          op_offsets=offs, op_code=code, op_len=ln)
+
+    def _run(self, job, state, w, plan, dtype, first, row_start, op_off, out, op_code,
+             op_len) -> int:
+        """Run one score type's tasks; returns the pairs they align."""
+        t_row, t_chunk, lane0 = plan["row"], plan["chunk"], plan["lane0"]
+        if len(t_row) == 0:
+            return 0
+        offsets = state["offsets"]
+        L = plan["cols"].shape[1]
+        # profiles of the chunks these tasks use, each as wide as its longest target
+        used, t_chunk = np.unique(t_chunk, return_inverse=True)
+        chunk_cols = np.ascontiguousarray(plan["cols"][used])
+        widths = plan["widths"][used]
+        prof_w = plan["chunk_len"][used]
+        K = job.scoring.matrix.shape[0]
+        prof_off = np.zeros(len(used) + 1, np.int64)
+        np.cumsum(K * prof_w * L, out=prof_off[1:])
+        profiles = np.empty(prof_off[-1], dtype)
+        neg = NEG[dtype]
+        cpu.build_profiles(state["codes"], offsets, chunk_cols, widths, prof_off, prof_w,
+                           job.scoring.matrix, neg, profiles)
+        sc = job.scoring
+        consts = np.array([0, 1, 2, 3, sc.gap_open, sc.gap_extend, neg], dtype)
+        c_first = plan["starts"][plan["chunk"]] + lane0
+        t_out = (row_start[t_row - w.r0] + c_first - first[t_row - w.r0]).astype(np.int64)
+        n = np.diff(offsets)[t_row]
+        cost = n * plan["M"] + 64  # cells, plus a little per task
+        order, wstart = cpu.assign_workers(cost.astype(np.int64), min(self.threads, len(t_row)))
+        cpu.align_tasks(job.mode_code, job.traceback, state["codes"], offsets,
+                        t_row, t_chunk, lane0, t_out, chunk_cols, widths, profiles, prof_off,
+                        prof_w, consts, order, wstart, op_off, out["score"],
+                        out["query_begin"], out["query_end"], out["target_begin"],
+                        out["target_end"], out["identities"], out["length"], out["n_ops"],
+                        op_code, op_len)
+        return int((widths[t_chunk] - lane0).sum())
+
+
+def _plan(w: Window, L: int, lengths: np.ndarray, col_base: int) -> dict:
+    """Tasks of a window in chunks of ``L`` columns: row, chunk, first active lane, and
+    the longest active target ``M``."""
+    starts = np.arange(w.c0, w.c1, L)
+    widths = np.minimum(L, w.c1 - starts)
+    lane = np.arange(L)
+    cols = (starts[:, None] + lane[None, :]).clip(max=w.c1 - 1) + col_base
+    clen = np.where(lane[None, :] < widths[:, None], lengths[cols], 0)
+    suffix_max = np.maximum.accumulate(clen[:, ::-1], axis=1)[:, ::-1]
+    rows = np.arange(w.r0, w.r1)
+    t_row = np.repeat(rows, len(starts))
+    t_chunk = np.tile(np.arange(len(starts)), len(rows))
+    if w.triangle:
+        lane0 = np.clip(t_row + 1 - starts[t_chunk], 0, L)
+    else:
+        lane0 = np.zeros(len(t_row), np.int64)
+    keep = widths[t_chunk] - lane0 > 0
+    t_row, t_chunk, lane0 = t_row[keep], t_chunk[keep], lane0[keep]
+    return {"starts": starts, "widths": widths, "cols": cols, "chunk_len": clen.max(axis=1),
+            "row": t_row, "chunk": t_chunk, "lane0": lane0,
+            "M": suffix_max[t_chunk, lane0]}
+
+
+def _subset(plan: dict, keep: np.ndarray) -> dict:
+    out = dict(plan)
+    for k in ("row", "chunk", "lane0", "M"):
+        out[k] = plan[k][keep]
+    return out
+
+
+def _needs_int32(scoring, n: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """Per task: whether 16-bit scores could overflow (Scoring.score_dtype's rule)."""
+    out = np.zeros(len(n), bool)
+    if len(n) == 0:
+        return out
+    key = n.astype(np.int64) * (1 << 32) + m
+    uniq, inv = np.unique(key, return_inverse=True)
+    wide = np.array([scoring.score_dtype(int(u >> 32), int(u & 0xFFFFFFFF)).itemsize > 2
+                     for u in uniq])
+    return wide[inv]
