@@ -59,8 +59,8 @@ def main() -> None:
     ours = TreeNode.read(io.StringIO(newick_string(tree)), format="newick",
                          convert_underscores=False)
     assert {t.name for t in ours.tips()} == {t.name for t in ref.tips()}, "tip names differ"
-    raw = ours.compare_rfd(ref)
-    prop = ours.compare_rfd(ref, proportion=True)
+    raw = ours.compare_rfd(ref, rooted=False)
+    prop = ours.compare_rfd(ref, proportion=True, rooted=False)
     print(f"{len(dm.ids)} sequences, {args.method}, {args.distance} distance, "
           f"{args.mode} alignment: {elapsed:.2f} s (numba compilation included)")
     print(f"Robinson-Foulds distance to FAMSA's UPGMA tree: {raw:g} "
