@@ -5,7 +5,7 @@ alignment with affine gaps and a substitution matrix, for every pair of a set,
 every query against every target, or one pair.
 """
 
-from .api import align_all, align_many, align_pair, load, make_scoring
+from .api import align_all, align_many, align_pair, iter_all, load, make_scoring
 from .errors import InputError, OptionError, PairAlignError
 from .results import AlignmentResult, PairAlignment
 from .scoring import Scoring
@@ -13,6 +13,6 @@ from .sequences import SequenceRecords, read_sequences
 
 __version__ = "0.1.0"
 
-__all__ = ["align_all", "align_many", "align_pair", "load", "make_scoring",
+__all__ = ["align_all", "iter_all", "align_many", "align_pair", "load", "make_scoring",
            "AlignmentResult", "PairAlignment", "Scoring", "SequenceRecords",
            "read_sequences", "InputError", "OptionError", "PairAlignError", "__version__"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Iterable, Literal, Sequence, Union
+from typing import Iterable, Iterator, Literal, Sequence, Union
 
 from .engine import DEFAULT_MAX_MEMORY, Progress, parse_memory, run_job
 from .errors import OptionError
@@ -146,6 +146,50 @@ def align_all(
     scoring = make_scoring(recs.alphabet, matrix, gap_open, gap_extend, match, mismatch)
     return _run(recs, None, mode, scoring, traceback, backend, threads, devices,
                 max_memory, window, progress, client)
+
+
+def iter_all(
+    sequences: SequencesLike,
+    *,
+    mode: Mode = "local",
+    matrix: str | None = None,
+    gap_open: int | None = None,
+    gap_extend: int | None = None,
+    match: int | None = None,
+    mismatch: int | None = None,
+    alphabet: str | None = None,
+    traceback: bool = True,
+    backend: str = "auto",
+    threads: int | None = None,
+    devices: Sequence[int] | None = None,
+    max_memory: int | str = DEFAULT_MAX_MEMORY,
+    window: int | None = None,
+    progress: Progress | None = None,
+    client=None,
+) -> Iterator[AlignmentResult]:
+    """:func:`align_all` in pieces, for more pairs than memory holds.
+
+    Yields results over consecutive runs of pairs, together every pair once in
+    input order; host memory stays within about ``max_memory`` (the pairs are
+    bucket-sorted through temporary files, see :mod:`pairalign.streaming`).
+    Parameters are those of :func:`align_all`.
+
+    Examples
+    --------
+    >>> import pairalign
+    >>> [len(part) for part in pairalign.iter_all(["MKVLA", "MKVIA", "MRVLA"])]
+    [3]
+    """
+    from .streaming import in_input_order
+
+    recs = load(sequences, alphabet)
+    scoring = make_scoring(recs.alphabet, matrix, gap_open, gap_extend, match, mismatch)
+    be, job = _job(recs, None, mode, scoring, traceback, backend, threads, devices)
+    memory = parse_memory(max_memory)
+    for batch in in_input_order(job, be, max_memory=memory, width=window,
+                                progress=progress, client=client):
+        yield AlignmentResult(recs.ids, None, batch, mode, scoring, traceback,
+                              recs.sequences)
 
 
 def align_many(

@@ -25,7 +25,7 @@ from __future__ import annotations
 import click
 
 from . import __version__
-from .api import align_all, plan_all
+from .api import align_all, iter_all, plan_all
 from .engine import format_plan
 from .cli_options import (OneLineErrorGroup, handle_errors, run_kwargs, run_options,
                           scoring_kwargs, scoring_options)
@@ -108,13 +108,16 @@ def all_vs_all(input, output, fmt, no_traceback, cigar_m, min_score, min_identit
         click.echo(format_plan(plan))
         return
     with atomic_output(output) as handle:  # an unwritable -o fails before aligning
-        result = align_all(input, traceback=not no_traceback and fmt == "tsv",
-                           **scoring_kwargs(params), **run_kwargs(params))
         if fmt == "npy":
-            write_npy(handle, result)
-        else:
-            write_tsv(handle, result, filter_pairs(result.pairs, min_score, min_identity),
-                      use_m=cigar_m)
+            write_npy(handle, align_all(input, traceback=False, **scoring_kwargs(params),
+                                        **run_kwargs(params)))
+            return
+        # pieces in input order: host memory stays bounded however many pairs
+        parts = iter_all(input, traceback=not no_traceback, **scoring_kwargs(params),
+                         **run_kwargs(params))
+        for k, part in enumerate(parts):
+            write_tsv(handle, part, filter_pairs(part.pairs, min_score, min_identity),
+                      use_m=cigar_m, header=k == 0)
 
 
 

@@ -250,9 +250,9 @@ def tsv_header(traceback: bool = True) -> bytes:
 
 
 def write_tsv(handle: BinaryIO, result: AlignmentResult, batch: PairBatch | None = None,
-              use_m: bool = False) -> None:
-    """One header line, then one line per pair of ``batch`` (default: all of
-    ``result``'s pairs), in the batch's order.
+              use_m: bool = False, header: bool = True) -> None:
+    """One header line (unless ``header`` is False), then one line per pair of
+    ``batch`` (default: all of ``result``'s pairs), in the batch's order.
 
     Columns (:data:`TSV_COLUMNS`): query, target, score, identity (identical
     columns / alignment length, 4 decimals, rounded half up; 0.0000 for an empty
@@ -264,7 +264,8 @@ def write_tsv(handle: BinaryIO, result: AlignmentResult, batch: PairBatch | None
     """
     batch = result.pairs if batch is None else batch
     full = bool(result.traceback)
-    handle.write(tsv_header(full))
+    if header:
+        handle.write(tsv_header(full))
     qbuf, qoff = _id_buffer(result.ids)
     tbuf, toff = (qbuf, qoff) if result.all_vs_all else _id_buffer(result.target_ids)
     qlen, tlen = np.diff(qoff), np.diff(toff)

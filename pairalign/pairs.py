@@ -100,6 +100,15 @@ class PairBatch:
             target_end=pick(self.target_end, self.query_end),
             op_code=code)
 
+    def save(self, path) -> None:
+        """Write every array to an ``.npz`` file (see :meth:`load`)."""
+        np.savez(path, **{f.name: getattr(self, f.name) for f in fields(self)})
+
+    @classmethod
+    def load(cls, path) -> "PairBatch":
+        with np.load(path) as data:
+            return cls(**{f.name: data[f.name] for f in fields(cls)})
+
     def ops(self, p: int) -> tuple[np.ndarray, np.ndarray]:
         """Operation codes and run lengths of pair ``p``."""
         s, e = self.op_offsets[p], self.op_offsets[p + 1]

@@ -1,0 +1,81 @@
+"""Results in input order with bounded host memory: a bucket sort through files.
+
+Windows finish in cost order, not input order. Small jobs are sorted in memory;
+larger ones have each finished window's pairs split by input-order rank into
+buckets, each bucket's pieces spilled to a temporary folder, and the buckets
+read back, sorted and handed on one at a time. Host memory then holds the
+windows in flight and one bucket, whatever the number of sequences.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from .engine import DEFAULT_MAX_MEMORY, iter_windows, pair_rank, run_job
+from .job import Job
+from .pairs import PairBatch
+
+#: Bytes of results held per pair, besides its operations (a rough measure).
+PAIR_BYTES = 64
+#: Bytes per alignment operation (code and run length).
+OP_BYTES = 5
+
+
+def estimated_bytes(job: Job) -> int:
+    """A generous estimate of the host bytes of all results of ``job``."""
+    n = len(job.rows)
+    pairs = n * (n - 1) // 2 if job.triangle else n * len(job.cols)
+    per_pair = PAIR_BYTES
+    if job.traceback:  # runs are bounded by the shorter length, often far fewer
+        per_pair += OP_BYTES * int(min(job.rows.lengths.mean(), job.col_set.lengths.mean()))
+    return pairs * per_pair
+
+
+def in_input_order(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
+                   width: int | None = None, progress=None, client=None,
+                   spill_dir: str | None = None,
+                   bucket_bytes: int | None = None) -> Iterator[PairBatch]:
+    """Batches of all pairs of ``job``, together in input order (row-major;
+    ``i < j`` for all-vs-all), with bounded host memory.
+
+    Parameters
+    ----------
+    bucket_bytes : int, optional
+        Results held at once; a quarter of ``max_memory`` by default. A job whose
+        results fit is sorted in memory and comes as one batch.
+    spill_dir : str, optional
+        Where the temporary folder goes (the system's temporary folder by default).
+    """
+    bucket_bytes = bucket_bytes or max(max_memory // 4, 1)
+    total = estimated_bytes(job)
+    if total <= bucket_bytes:
+        yield run_job(job, backend, max_memory=max_memory, width=width, progress=progress,
+                      client=client)
+        return
+    n = len(job.rows)
+    pairs = n * (n - 1) // 2 if job.triangle else n * len(job.cols)
+    buckets = -(-total // bucket_bytes)
+    span = -(-pairs // buckets)  # ranks per bucket
+    with tempfile.TemporaryDirectory(prefix="pairalign-", dir=spill_dir) as tmp:
+        pieces: list[list[Path]] = [[] for _ in range(buckets)]
+        for batch in iter_windows(job, backend, max_memory=max_memory, width=width,
+                                  progress=progress, client=client):
+            rank = pair_rank(job, batch)
+            bucket = rank // span
+            order = np.argsort(bucket, kind="stable")
+            cuts = np.searchsorted(bucket[order], np.arange(buckets + 1))
+            for k in np.flatnonzero(np.diff(cuts)):
+                path = Path(tmp) / f"b{k}-{len(pieces[k])}.npz"
+                batch.take(order[cuts[k]:cuts[k + 1]]).save(path)
+                pieces[k].append(path)
+        for k in range(buckets):
+            if not pieces[k]:
+                continue
+            part = PairBatch.concat([PairBatch.load(p) for p in pieces[k]])
+            for p in pieces[k]:
+                p.unlink()
+            yield part.take(np.argsort(pair_rank(job, part), kind="stable"))
