@@ -25,7 +25,6 @@ from __future__ import annotations
 import functools
 import os
 import sys
-import time
 from typing import Callable, NoReturn
 
 import click

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import gzip
-import io
+
 import os
 import subprocess
 import sys

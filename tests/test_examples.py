@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 import pairalign
-from pairalign.api import _job, load, make_scoring
+from pairalign.api import _job, make_scoring
 from pairalign.cli import main
 from pairalign.engine import run_job
 from pairalign.pairs import PairBatch

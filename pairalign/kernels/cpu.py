@@ -89,7 +89,6 @@ def make_segment(want_tb: bool, local: bool):
             (H_, F_, P_, poff_, TB_, tboff_, S_, q0_, q1_, j0_, j1_, go_, ge_) = args
             at = sig.args
             i64 = ir.IntType(64)
-            i32 = ir.IntType(32)
             ity = context.get_value_type(T)
             bits = ity.width
             L = TASK_LANES[bits // 8]

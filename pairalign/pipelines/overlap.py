@@ -184,7 +184,7 @@ def _candidates(batch, qlen, tlen, min_overlap, min_identity):
 def overlap_table(reads, min_overlap: int = 100, min_identity: float = 0.8,
                   end_tolerance: int = END_TOLERANCE, **align_options) -> OverlapTable:
     """The overlaps of all reads as columns (see :func:`find_overlaps`)."""
-    from ..api import align_all, align_many, load
+    from ..api import align_all, load
     from ..pairs import PairBatch
     from ..sequences import records_from_python
 

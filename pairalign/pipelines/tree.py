@@ -51,7 +51,7 @@ _NEWICK_SPECIAL = set("()[]':;, \t\n")
 def _identity_distances(result) -> np.ndarray:
     p = result.pairs
     if not result.traceback or (len(p) and (p.length < 0).any()):
-        raise OptionError(f"distance needs alignments (traceback): use kind='score' "
+        raise OptionError("distance needs alignments (traceback): use kind='score' "
                           "or keep traceback on")
     # (length - identities) / length: exact for exact fractions, unlike 1 - x / y
     # (length - identities) / length: exact for exact fractions, unlike 1 - x / y;
