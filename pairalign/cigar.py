@@ -11,6 +11,25 @@ _M = ord("M")
 
 
 @njit(cache=True, boundscheck=False)
+def put_int(out, pos, v):
+    """Write the decimal digits of ``v`` (sign first if negative) at ``pos``;
+    returns the position after them."""
+    if v < 0:
+        out[pos] = 45  # '-'
+        pos += 1
+        v = -v
+    digits = 1
+    t = v
+    while t >= 10:
+        t //= 10
+        digits += 1
+    for d in range(digits - 1, -1, -1):
+        out[pos + d] = 48 + v % 10
+        v //= 10
+    return pos + digits
+
+
+@njit(cache=True, boundscheck=False)
 def _format(op_offsets, op_code, op_len, chars, merge_m, out, out_off):
     for p in range(op_offsets.shape[0] - 1):
         pos = out_off[p]
@@ -29,15 +48,7 @@ def _format(op_offsets, op_code, op_len, chars, merge_m, out, out_off):
             else:
                 ch = chars[c]
                 k += 1
-            digits = 1
-            t = n
-            while t >= 10:
-                t //= 10
-                digits += 1
-            for d in range(digits - 1, -1, -1):
-                out[pos + d] = 48 + n % 10
-                n //= 10
-            pos += digits
+            pos = put_int(out, pos, n)
             out[pos] = ch
             pos += 1
         out_off[p + 1] = pos

@@ -62,6 +62,16 @@ class Job:
     def col_set(self) -> SortedSet:
         return self.rows if self.cols is None else self.cols
 
+    def joined(self) -> tuple[np.ndarray, np.ndarray, int]:
+        """Rows then columns in one code array: ``(codes, offsets, col_base)``;
+        column ``c`` is sequence ``col_base + c`` (all-vs-all: one set, base 0)."""
+        if self.cols is None:
+            return self.rows.codes, self.rows.offsets, 0
+        codes = np.concatenate([self.rows.codes, self.cols.codes])
+        offsets = np.concatenate([self.rows.offsets[:-1],
+                                  self.cols.offsets + self.rows.offsets[-1]])
+        return codes, offsets, len(self.rows)
+
     def window_extent(self, w: Window) -> tuple[int, int]:
         """The longest row and the longest column of a window."""
         return int(self.rows.lengths[w.r0]), int(self.col_set.lengths[w.c0])

@@ -29,7 +29,7 @@ from typing import BinaryIO, Iterator
 import numpy as np
 from numba import njit
 
-from .cigar import format_cigars
+from .cigar import format_cigars, put_int
 from .errors import OptionError
 from .pairs import PairBatch
 from .results import AlignmentResult
@@ -178,24 +178,6 @@ def _id_buffer(ids: list[str]) -> tuple[np.ndarray, np.ndarray]:
 
 
 @njit(cache=True, boundscheck=False)
-def _put_int(out, pos, v):
-    """Write the decimal digits of ``v`` (sign first if negative) at ``pos``."""
-    if v < 0:
-        out[pos] = 45  # '-'
-        pos += 1
-        v = -v
-    digits = 1
-    t = v
-    while t >= 10:
-        t //= 10
-        digits += 1
-    for d in range(digits - 1, -1, -1):
-        out[pos + d] = 48 + v % 10
-        v //= 10
-    return pos + digits
-
-
-@njit(cache=True, boundscheck=False)
 def _put_bytes(out, pos, src, start, end):
     for k in range(start, end):
         out[pos] = src[k]
@@ -218,7 +200,7 @@ def _format_rows(q, t, qbuf, qoff, tbuf, toff, ints, ident, cig, cig_off, full, 
         out[pos] = 9
         pos = _put_bytes(out, pos + 1, tbuf, toff[t[p]], toff[t[p] + 1])
         out[pos] = 9
-        pos = _put_int(out, pos + 1, ints[p, 0])  # score
+        pos = put_int(out, pos + 1, ints[p, 0])  # score
         if full:
             out[pos] = 9
             v = ident[p]
@@ -231,14 +213,14 @@ def _format_rows(q, t, qbuf, qoff, tbuf, toff, ints, ident, cig, cig_off, full, 
             pos += 7
             for c in range(1, 6):  # length, query start/end, target start/end
                 out[pos] = 9
-                pos = _put_int(out, pos + 1, ints[p, c])
+                pos = put_int(out, pos + 1, ints[p, c])
             out[pos] = 9
             pos = _put_bytes(out, pos + 1, cig, cig_off[p], cig_off[p + 1])
         else:
             out[pos] = 9
-            pos = _put_int(out, pos + 1, ints[p, 3])  # query end
+            pos = put_int(out, pos + 1, ints[p, 3])  # query end
             out[pos] = 9
-            pos = _put_int(out, pos + 1, ints[p, 5])  # target end
+            pos = put_int(out, pos + 1, ints[p, 5])  # target end
         out[pos] = 10
         pos += 1
     return pos

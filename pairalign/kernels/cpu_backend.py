@@ -45,12 +45,7 @@ class CPUBackend:
 
     def prepare(self, job: Job) -> dict:
         """Host arrays shared by every window of a job."""
-        if job.triangle:
-            codes, offsets, col_base = job.rows.codes, job.rows.offsets, 0
-        else:
-            codes = np.concatenate([job.rows.codes, job.cols.codes])
-            offsets = np.concatenate([job.rows.offsets[:-1], job.cols.offsets + job.rows.offsets[-1]])
-            col_base = len(job.rows)
+        codes, offsets, col_base = job.joined()
         return {"codes": codes, "offsets": offsets, "col_base": col_base}
 
     def run_window(self, job: Job, state: dict, w: Window) -> PairBatch:

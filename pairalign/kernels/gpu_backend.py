@@ -120,12 +120,7 @@ class GPUBackend:
         if self._states.get("job") is job:
             return self._states["state"]
         cp = self.cp
-        if job.triangle:
-            codes, offsets, col_base = job.rows.codes, job.rows.offsets, 0
-        else:
-            codes = np.concatenate([job.rows.codes, job.cols.codes])
-            offsets = np.concatenate([job.rows.offsets[:-1], job.cols.offsets + job.rows.offsets[-1]])
-            col_base = len(job.rows)
+        codes, offsets, col_base = job.joined()
         with self.device:
             state = {"codes": cp.asarray(codes), "offsets": cp.asarray(offsets),
                      "lengths": cp.asarray(np.diff(offsets).astype(np.int32)),
