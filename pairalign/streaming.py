@@ -1,21 +1,22 @@
 """Results in input order with bounded host memory: a bucket sort through files.
 
-Windows finish in cost order, not input order. Small jobs are sorted in memory;
-larger ones have each finished window's pairs split by input-order rank into
-buckets, each bucket's pieces spilled to a temporary folder, and the buckets
-read back, sorted and handed on one at a time. Host memory then holds the
+Windows finish in cost order, not input order. Jobs whose results fit are
+sorted in memory; larger ones have each finished window's pairs split by
+input-order rank into buckets, each bucket's pieces spilled to a temporary
+folder, and the buckets read back, sorted and handed on one at a time. Host memory then holds the
 windows in flight and one bucket, whatever the number of sequences.
 """
 
 from __future__ import annotations
 
+import itertools
 import tempfile
 from pathlib import Path
 from typing import Iterator
 
 import numpy as np
 
-from .engine import DEFAULT_MAX_MEMORY, iter_windows, pair_rank, run_job
+from .engine import DEFAULT_MAX_MEMORY, _in_input_order, iter_windows, pair_rank
 from .job import Job
 from .pairs import PairBatch
 
@@ -42,28 +43,38 @@ def in_input_order(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
     """Batches of all pairs of ``job``, together in input order (row-major;
     ``i < j`` for all-vs-all), with bounded host memory.
 
+    Finished windows are held in memory while they fit ``bucket_bytes``; a job
+    whose results fit is sorted in memory and comes as one batch. Past that,
+    everything goes to buckets by input-order rank in a temporary folder (sized
+    from a generous estimate of the job's results), read back one at a time.
+
     Parameters
     ----------
     bucket_bytes : int, optional
-        Results held at once; a quarter of ``max_memory`` by default. A job whose
-        results fit is sorted in memory and comes as one batch.
+        Results held at once; a quarter of ``max_memory`` by default.
     spill_dir : str, optional
         Where the temporary folder goes (the system's temporary folder by default).
     """
     bucket_bytes = bucket_bytes or max(max_memory // 4, 1)
-    total = estimated_bytes(job)
-    if total <= bucket_bytes:
-        yield run_job(job, backend, max_memory=max_memory, width=width, progress=progress,
-                      client=client)
+    windows = iter_windows(job, backend, max_memory=max_memory, width=width,
+                           progress=progress, client=client)
+    held: list[PairBatch] = []
+    size = 0
+    for batch in windows:
+        held.append(batch)
+        size += batch.nbytes
+        if size > bucket_bytes:
+            break
+    else:
+        yield _in_input_order(job, PairBatch.concat(held))
         return
     n = len(job.rows)
     pairs = n * (n - 1) // 2 if job.triangle else n * len(job.cols)
-    buckets = -(-total // bucket_bytes)
+    buckets = max(2, -(-max(estimated_bytes(job), size) // bucket_bytes))
     span = -(-pairs // buckets)  # ranks per bucket
     with tempfile.TemporaryDirectory(prefix="pairalign-", dir=spill_dir) as tmp:
         pieces: list[list[Path]] = [[] for _ in range(buckets)]
-        for batch in iter_windows(job, backend, max_memory=max_memory, width=width,
-                                  progress=progress, client=client):
+        for batch in itertools.chain(held, windows):
             rank = pair_rank(job, batch)
             bucket = rank // span
             order = np.argsort(bucket, kind="stable")
@@ -72,6 +83,7 @@ def in_input_order(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
                 path = Path(tmp) / f"b{k}-{len(pieces[k])}.npz"
                 batch.take(order[cuts[k]:cuts[k + 1]]).save(path)
                 pieces[k].append(path)
+        held.clear()
         for k in range(buckets):
             if not pieces[k]:
                 continue

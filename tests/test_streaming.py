@@ -11,7 +11,7 @@ from pairalign.api import _job, make_scoring
 from pairalign.cli import main
 from pairalign.engine import run_job
 from pairalign.pairs import PairBatch
-from pairalign.streaming import estimated_bytes, in_input_order
+from pairalign.streaming import in_input_order
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +25,7 @@ def recs(records):
 def test_buckets_give_the_in_memory_result(recs, mode, traceback):
     be, job = _job(recs, None, mode, make_scoring(recs.alphabet), traceback, "cpu", None, None)
     ref = run_job(job, be)
-    budget = estimated_bytes(job) // 7
+    budget = ref.nbytes // 7
     parts = list(in_input_order(job, be, bucket_bytes=budget))
     assert len(parts) >= 5  # really bucketed
     got = PairBatch.concat(parts)
@@ -35,8 +35,16 @@ def test_buckets_give_the_in_memory_result(recs, mode, traceback):
 
 def test_spill_folder_is_removed(recs, tmp_path):
     be, job = _job(recs, None, "local", make_scoring(recs.alphabet), True, "cpu", None, None)
-    list(in_input_order(job, be, bucket_bytes=estimated_bytes(job) // 4, spill_dir=tmp_path))
+    parts = in_input_order(job, be, bucket_bytes=run_job(job, be).nbytes // 4,
+                           spill_dir=tmp_path)
+    assert len(list(parts)) > 1
     assert list(tmp_path.iterdir()) == []
+
+
+def test_results_that_fit_stay_in_memory(recs, tmp_path):
+    be, job = _job(recs, None, "local", make_scoring(recs.alphabet), True, "cpu", None, None)
+    parts = list(in_input_order(job, be, spill_dir=tmp_path))
+    assert len(parts) == 1 and len(parts[0]) == 70 * 69 // 2
 
 
 def test_cli_output_identical_with_little_memory(recs, tmp_path):
