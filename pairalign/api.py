@@ -166,13 +166,16 @@ def iter_all(
     window: int | None = None,
     progress: Progress | None = None,
     client=None,
+    timings: dict | None = None,
 ) -> Iterator[AlignmentResult]:
     """:func:`align_all` in pieces, for more pairs than memory holds.
 
     Yields results over consecutive runs of pairs, together every pair once in
     input order; host memory stays within about ``max_memory`` (the pairs are
     bucket-sorted through temporary files, see :mod:`pairalign.streaming`).
-    Parameters are those of :func:`align_all`.
+    Parameters are those of :func:`align_all`; ``timings``, a dict, is filled
+    with the run's predicted and measured times (see
+    :func:`pairalign.engine.format_run_report`).
 
     Examples
     --------
@@ -187,7 +190,7 @@ def iter_all(
     be, job = _job(recs, None, mode, scoring, traceback, backend, threads, devices)
     memory = parse_memory(max_memory)
     for batch in in_input_order(job, be, max_memory=memory, width=window,
-                                progress=progress, client=client):
+                                progress=progress, client=client, timings=timings):
         yield AlignmentResult(recs.ids, None, batch, mode, scoring, traceback,
                               recs.sequences)
 

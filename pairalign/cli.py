@@ -26,7 +26,7 @@ import click
 
 from . import __version__
 from .api import align_all, iter_all, plan_all
-from .engine import format_plan
+from .engine import format_plan, format_run_report
 from .cli_options import (OneLineErrorGroup, handle_errors, run_kwargs, run_options,
                           scoring_kwargs, scoring_options)
 from .errors import OptionError
@@ -113,11 +113,15 @@ def all_vs_all(input, output, fmt, no_traceback, cigar_m, min_score, min_identit
                                         **run_kwargs(params)))
             return
         # pieces in input order: host memory stays bounded however many pairs
+        run = run_kwargs(params)
+        timings: dict = {}
         parts = iter_all(input, traceback=not no_traceback, **scoring_kwargs(params),
-                         **run_kwargs(params))
+                         timings=timings, **run)
         for k, part in enumerate(parts):
             write_tsv(handle, part, filter_pairs(part.pairs, min_score, min_identity),
                       use_m=cigar_m, header=k == 0)
+    if run["progress"] is not None:  # a terminal that asked for no silence
+        click.echo(format_run_report(timings), err=True)
 
 
 

@@ -38,7 +38,7 @@ def estimated_bytes(job: Job) -> int:
 
 def in_input_order(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
                    width: int | None = None, progress=None, client=None,
-                   spill_dir: str | None = None,
+                   timings: dict | None = None, spill_dir: str | None = None,
                    bucket_bytes: int | None = None) -> Iterator[PairBatch]:
     """Batches of all pairs of ``job``, together in input order (row-major;
     ``i < j`` for all-vs-all), with bounded host memory.
@@ -52,12 +52,15 @@ def in_input_order(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
     ----------
     bucket_bytes : int, optional
         Results held at once; a quarter of ``max_memory`` by default.
+    timings : dict, optional
+        Filled as :func:`pairalign.engine.run_job` fills it (predicted and
+        measured times included) once the last window is in.
     spill_dir : str, optional
         Where the temporary folder goes (the system's temporary folder by default).
     """
     bucket_bytes = bucket_bytes or max(max_memory // 4, 1)
     windows = iter_windows(job, backend, max_memory=max_memory, width=width,
-                           progress=progress, client=client)
+                           progress=progress, client=client, timings=timings)
     held: list[PairBatch] = []
     size = 0
     for batch in windows:

@@ -67,3 +67,13 @@ def test_iter_all_parts_cover_every_pair_in_order(recs):
     t = np.concatenate([p.pairs.target for p in parts])
     i, j = np.triu_indices(70, 1)
     assert np.array_equal(q, i) and np.array_equal(t, j)
+
+
+def test_iter_all_reports_predicted_and_measured(recs):
+    from pairalign.engine import format_run_report
+
+    timings: dict = {}
+    parts = list(pairalign.iter_all(recs, backend="cpu", timings=timings))
+    assert sum(len(p) for p in parts) == 70 * 69 // 2
+    assert timings["measured"] > 0 and "predicted" in timings
+    assert "measured" in format_run_report(timings)
