@@ -12,43 +12,17 @@ from __future__ import annotations
 import argparse
 import multiprocessing as mp
 import os
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-DATA = ROOT.parent / "shared" / "data"
-if not DATA.exists():
-    DATA = ROOT / "shared" / "data"
+from workloads import DATA, cells_of, sampled_proteins  # noqa: E402
 
 import pairalign  # noqa: E402
 from pairalign.engine import run_job  # noqa: E402
 from pairalign.job import Job, SortedSet  # noqa: E402
 from pairalign.kernels.gpu_backend import GPUBackend  # noqa: E402
 from pairalign.scoring import Scoring  # noqa: E402
-
-AMINO = np.frombuffer(b"ACDEFGHIKLMNPQRSTVWY", np.uint8)
-
-
-def scaled_proteome(n: int, seed: int = 1, rate: float = 0.1) -> list[str]:
-    """``n`` proteins sampled from the proteome, each with ``rate`` substitutions."""
-    recs = pairalign.read_sequences(DATA / "proteome_HG003687.faa")
-    rng = np.random.default_rng(seed)
-    out = []
-    for k in rng.integers(0, len(recs), n):
-        s = np.frombuffer(recs.sequences[k].encode(), np.uint8).copy()
-        hit = rng.random(len(s)) < rate
-        s[hit] = rng.choice(AMINO, int(hit.sum()))
-        out.append(s.tobytes().decode())
-    return out
-
-
-def cells_of(lengths: np.ndarray) -> int:
-    t = int(lengths.sum())
-    return (t * t - int((lengths * lengths).sum())) // 2
 
 
 def kernel_run(seqs, mode, traceback, backend):
@@ -109,8 +83,8 @@ def main() -> None:
     print(f"device: {be.describe()}", flush=True)
     rows = []
     # warm-up: NVRTC compile and numba
-    kernel_run(scaled_proteome(64), "local", True, be)
-    kernel_run(scaled_proteome(64), "local", False, be)
+    kernel_run(sampled_proteins(2e9), "local", True, be)
+    kernel_run(sampled_proteins(2e9), "local", False, be)
 
     # 1. the real proteome, end to end, as the CLI does
     path = DATA / "proteome_HG003687.faa"
@@ -138,10 +112,8 @@ def main() -> None:
 
     # 2. scaled workloads, kernels and end to end
     for target, tb_modes in ((args.tb_cells, True), (args.cells, False)):
-        n = 16
-        mean_sq = np.mean(recs.lengths.astype(float)) ** 2
-        n = int(np.sqrt(2 * target / mean_sq)) + 1
-        seqs = scaled_proteome(n)
+        seqs = sampled_proteins(target)
+        n = len(seqs)
         cells = cells_of(np.array([len(s) for s in seqs]))
         for mode in ("local", "global", "semiglobal") if tb_modes else ("local",):
             tim, wall = kernel_run(seqs, mode, tb_modes, be)

@@ -34,48 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-DATA = ROOT.parent / "shared" / "data"
-if not DATA.exists():
-    DATA = ROOT / "shared" / "data"
-
-AMINO = np.frombuffer(b"ACDEFGHIKLMNPQRSTVWY", np.uint8)
-
-
-def cells_of(lengths: np.ndarray) -> int:
-    lengths = np.asarray(lengths, dtype=np.int64)
-    t = int(lengths.sum())
-    return (t * t - int((lengths * lengths).sum())) // 2
-
-
-def workload(cells: float, seed: int = 1, rate: float = 0.1) -> list[str]:
-    """Proteins (proteome samples with ``rate`` substitutions) reaching ``cells``."""
-    rng = np.random.default_rng(seed)
-    path = DATA / "proteome_HG003687.faa"
-    if path.is_file():
-        import pairalign
-
-        pool = pairalign.read_sequences(path).sequences
-    else:
-        lengths = np.clip(rng.lognormal(5.7, 0.6, 4000).astype(int), 40, 3000)
-        pool = [rng.choice(AMINO, n).tobytes().decode() for n in lengths]
-    picks = []
-    total = sq = 0
-    while (total * total - sq) // 2 < cells:
-        k = int(rng.integers(0, len(pool)))
-        n = len(pool[k])
-        picks.append(k)
-        total += n
-        sq += n * n
-    out = []
-    for k in picks:
-        s = np.frombuffer(pool[k].encode(), np.uint8).copy()
-        hit = rng.random(len(s)) < rate
-        s[hit] = rng.choice(AMINO, int(hit.sum()))
-        out.append(s.tobytes().decode())
-    return out
-
+from workloads import cells_of, sampled_proteins as workload  # noqa: E402
 
 def checksum(batch) -> tuple[int, int]:
     """Order-independent: sum and xor of a hash of (query, target, score)."""

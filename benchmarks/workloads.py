@@ -1,0 +1,52 @@
+"""Workloads shared by the benchmarks: proteome proteins sampled and mutated."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+#: shared/data beside the repository, or a copy inside it (device runs)
+DATA = next((d for d in (ROOT.parent / "shared" / "data", ROOT / "shared" / "data")
+             if d.exists()), ROOT.parent / "shared" / "data")
+PROTEOME = DATA / "proteome_HG003687.faa"
+AMINO = np.frombuffer(b"ACDEFGHIKLMNPQRSTVWY", np.uint8)
+
+
+def cells_of(lengths) -> int:
+    """DP cells of the all-vs-all of sequences of these lengths (pairs i < j)."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    t = int(lengths.sum())
+    return (t * t - int((lengths * lengths).sum())) // 2
+
+
+def sampled_proteins(cells: float, seed: int = 1, rate: float = 0.1) -> list[str]:
+    """Proteins drawn from the proteome (random proteome-like ones if the file is
+    absent), each with ``rate`` substitutions, until their all-vs-all reaches
+    ``cells`` DP cells."""
+    rng = np.random.default_rng(seed)
+    if PROTEOME.is_file():
+        import pairalign
+
+        pool = pairalign.read_sequences(PROTEOME).sequences
+    else:
+        lengths = np.clip(rng.lognormal(5.7, 0.6, 4000).astype(int), 40, 3000)
+        pool = [rng.choice(AMINO, n).tobytes().decode() for n in lengths]
+    picks = []
+    total = sq = 0
+    while (total * total - sq) // 2 < cells:
+        k = int(rng.integers(0, len(pool)))
+        n = len(pool[k])
+        picks.append(k)
+        total += n
+        sq += n * n
+    out = []
+    for k in picks:
+        s = np.frombuffer(pool[k].encode(), np.uint8).copy()
+        hit = rng.random(len(s)) < rate
+        s[hit] = rng.choice(AMINO, int(hit.sum()))
+        out.append(s.tobytes().decode())
+    return out
