@@ -38,11 +38,6 @@ def length_order(lengths: np.ndarray) -> np.ndarray:
     return np.argsort(-np.asarray(lengths, dtype=np.int64), kind="stable")
 
 
-def pair_count(n_rows: int, n_cols: int | None = None) -> int:
-    """Number of pairs of a triangle of ``n_rows`` or a rectangle."""
-    return n_rows * (n_rows - 1) // 2 if n_cols is None else n_rows * n_cols
-
-
 def plan_windows(row_lengths: np.ndarray, col_lengths: np.ndarray | None,
                  width: int) -> list[Window]:
     """Windows over sorted lengths, in row-major order.
