@@ -38,7 +38,7 @@ __device__ __forceinline__ bool earlier(int i, int j, int bi, int bj) {
 }
 
 template <int mode, bool want_tb>
-__global__ void __launch_bounds__(256, 4)
+__global__ void __launch_bounds__(256, want_tb ? 3 : 4)
 fill(
      const unsigned char* __restrict__ codes, const long long* __restrict__ offsets,
      const int* __restrict__ pair_row, const int* __restrict__ pair_col, const int npairs,
