@@ -7,6 +7,7 @@ import pytest
 
 import pairalign
 from pairalign.backends import gpu_available
+from pairalign.kernels import gpu_backend
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not gpu_available(), reason="CuPy sees no CUDA device")]
@@ -38,7 +39,10 @@ def test_adeno_all_pairs(data_dir, mode, traceback):
 
 
 @pytest.mark.parametrize("mode", ["global", "semiglobal", "local"])
-def test_proteome_subset_with_long(data_dir, mode):
+@pytest.mark.parametrize("narrow_only", [False, True])
+def test_proteome_subset_with_long(data_dir, monkeypatch, mode, narrow_only):
+    if narrow_only:  # the longest pairs on one thread each, as the short ones
+        monkeypatch.setattr(gpu_backend, "WIDE_STEPS", None)
     recs = pairalign.read_sequences(data_dir / "proteome_HG003687.faa")
     rng = np.random.default_rng(7)
     order = np.argsort(-recs.lengths)
@@ -46,6 +50,23 @@ def test_proteome_subset_with_long(data_dir, mode):
     pick = np.unique(pick)
     seqs = [recs.sequences[k] for k in pick]
     cpu, gpu = both(seqs, mode=mode)
+    assert_same(cpu, gpu)
+
+
+@pytest.mark.parametrize("mode", ["global", "semiglobal", "local"])
+@pytest.mark.parametrize("traceback", [True, False])
+def test_every_pair_on_a_warp(monkeypatch, mode, traceback):
+    """The warp-per-pair kernel on every pair: bands of 1 to 32 stripes, partial
+    last stripes and bands, targets shorter and longer than a band's 32 steps."""
+    monkeypatch.setattr(gpu_backend, "WIDE_STEPS", 0)
+    monkeypatch.setattr(gpu_backend, "WIDE_STEPS_SCORE_ONLY", 0)
+    rng = np.random.default_rng(11)
+    letters = np.array(list("ACDEFGHIKLMNPQRSTVWYX"))
+    lengths = np.concatenate([[1, 2, 7, 8, 9, 33, 255, 256, 257, 600], rng.integers(1, 700, 20)])
+    base = "".join(rng.choice(letters, 700))
+    seqs = [base[:n] if k % 3 == 0 else "".join(rng.choice(letters, n))
+            for k, n in enumerate(lengths)]
+    cpu, gpu = both(seqs, mode=mode, traceback=traceback)
     assert_same(cpu, gpu)
 
 

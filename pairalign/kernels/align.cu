@@ -1,4 +1,4 @@
-// pairalign GPU kernels: one thread per pair.
+// pairalign GPU kernels.
 //
 // Conventions are those of pairalign/kernels/cpu.py (the reference): cells (i, j)
 // 1-based, i over the query (row sequence), j over the target; the traceback
@@ -7,14 +7,27 @@
 // E, then F, and stops at 0 in local mode; E and F prefer opening; the end cell is
 // the first best cell in row-major order.
 //
-// The fill walks the query in stripes of STRIPE rows held in registers; the row
-// above a stripe (H and F) lives in global memory, per warp [j][lane] from
-// warp_boff, so that a warp's accesses coalesce. A stripe's 8 nibbles of one column make one 32-bit
-// traceback word. Each warp (32 consecutive pairs, which share a query and have
-// targets of about one length) owns a block of words sized by its own longest
-// pair, word (stripe, j) of lane l at warp_off + (stripe * warp_m + j - 1) * 32 + l:
-// the warp's stores coalesce and memory follows the real cells, not the window's
-// longest pair.
+// A thread fills a stripe of STRIPE query rows held in registers, column by
+// column (struct Stripe); a stripe's 8 nibbles of one column make one 32-bit
+// traceback word. E and F are kept as E + go and F + go, so that each takes one
+// DPX instruction: E'[i][j] = max(H[i][j-1], E'[i][j-1] - ge).
+//
+// One launch of `fill` holds two kinds of pairs, the wide ones first (wide pairs
+// need a matrix of at most 24 letters with scores that fit a signed byte):
+//
+// - wide pairs (the longest), one warp each: lane l fills stripe 32 b + l of
+//   band b, one column behind lane l - 1, which hands it the H and F of the row
+//   above through a shuffle. A pair's critical path is 32 times shorter than on
+//   one thread, so the longest pairs no longer hold up the end of a launch. Word
+//   (stripe s, column j) of a wide pair sits at off[p] + ((s / 32) * (m + 31)
+//   + (j - 1) + s % 32) * 32 + s % 32: the step at which it is written, so that
+//   each step's stores coalesce. The band's top row (H, F) lives in global memory
+//   at boff[p], m + 1 entries, rewritten by the band's last lane for the next.
+// - narrow pairs, one thread each: the row above a stripe lives in global memory
+//   per warp [j][lane] from boff[nwide + warp]; each warp (32 consecutive pairs,
+//   which share a query and have targets of about one length) owns a block of
+//   words sized by its own longest pair, word (stripe, j) of lane l at
+//   off[nwide + warp] + (stripe * warp_m + j - 1) * 32 + l.
 //
 // SCORE, the type of the stored boundary row, is int, or short where every score
 // fits (the host checks the bound): half the bytes moved per stripe.
@@ -24,6 +37,7 @@
 #define GLOBAL 0
 #define SEMIGLOBAL 1
 #define LOCAL 2
+#define FULL 0xffffffffu
 
 #ifndef SCORE
 #define SCORE int
@@ -37,54 +51,119 @@ __device__ __forceinline__ bool earlier(int i, int j, int bi, int bj) {
     return i < bi || (i == bi && j < bj);
 }
 
+__device__ __forceinline__ void offer(int h, int i, int j, int& best, int& bi, int& bj) {
+    if (h > best || (h == best && earlier(i, j, bi, bj))) { best = h; bi = i; bj = j; }
+}
+
 template <int mode, bool want_tb>
-__global__ void __launch_bounds__(256, want_tb ? 3 : 4)
-fill(
-     const unsigned char* __restrict__ codes, const long long* __restrict__ offsets,
-     const int* __restrict__ pair_row, const int* __restrict__ pair_col, const int npairs,
-     const int* __restrict__ matrix, const int K, const int go, const int ge, const int neg,
-     SCORE* __restrict__ bnd_h, SCORE* __restrict__ bnd_f,
-     unsigned int* __restrict__ tb, const long long* __restrict__ warp_off,
-     const long long* __restrict__ warp_boff, const int* __restrict__ warp_m,
-     int* __restrict__ out_score, int* __restrict__ out_ei, int* __restrict__ out_ej)
-{
-    __shared__ int smat[32 * 32];
-    // row PAD scores rows past the query's end: so low that no such cell can
-    // become a best cell, which spares a bounds test per cell
-    for (int k = threadIdx.x; k < K * K; k += blockDim.x)
-        smat[(k / K) * 32 + (k % K)] = matrix[k];
-    for (int k = threadIdx.x; k < 32; k += blockDim.x)
-        smat[PAD * 32 + k] = neg / 2;
-    __syncthreads();
-    const int p = blockIdx.x * blockDim.x + threadIdx.x;
-    if (p >= npairs) return;
+struct Stripe {
+    int qa[STRIPE], hl[STRIPE], el[STRIPE];
 
-    const long long qoff = offsets[pair_row[p]];
-    const int n = (int)(offsets[pair_row[p] + 1] - qoff);
-    const long long toff = offsets[pair_col[p]];
-    const int m = (int)(offsets[pair_col[p] + 1] - toff);
-    const unsigned char* a = codes + qoff;
-    const unsigned char* b = codes + toff;
-
-    unsigned int* tbw = want_tb ? tb + warp_off[p / 32] + (p % 32) : tb;
-    const int wm = warp_m[p / 32];
-    bnd_h += warp_boff[p / 32] + (p % 32);
-    bnd_f += warp_boff[p / 32] + (p % 32);
-    for (int j = 0; j <= m; ++j) {
-        bnd_h[j * 32] = (SCORE)(mode == GLOBAL ? gap_boundary(j, go, ge) : 0);
-        bnd_f[j * 32] = (SCORE)neg;
-    }
-    int best = (mode == LOCAL) ? 0 : neg;
-    int bi = 0, bj = 0;
-
-    for (int i0 = 0; i0 < n; i0 += STRIPE) {
-        int qa[STRIPE], hl[STRIPE], el[STRIPE];
+    __device__ __forceinline__ void start(const unsigned char* a, int n, int i0, int go,
+                                          int ge, int neg) {
 #pragma unroll
         for (int r = 0; r < STRIPE; ++r) {
+            // row PAD scores rows past the query's end so low that none of their
+            // cells can become a best cell (no bounds test per cell)
             qa[r] = (i0 + r < n ? a[i0 + r] : PAD) * 32;
             hl[r] = (mode == GLOBAL) ? gap_boundary(i0 + r + 1, go, ge) : 0;
             el[r] = neg;
         }
+    }
+
+    // Column j of the stripe: diag = H[i0][j - 1]; hup, fup come in as H[i0][j]
+    // and F'[i0][j] and leave as the stripe's last row. Returns the traceback word.
+    __device__ __forceinline__ unsigned column(const int* smat, int bc, int diag, int& hup,
+                                               int& fup, int go, int ge) {
+        int sub[STRIPE];
+#pragma unroll
+        for (int r = 0; r < STRIPE; ++r) sub[r] = smat[qa[r] + bc];
+        return column(sub, diag, hup, fup, go, ge);
+    }
+
+    // The same with the substitution scores of the column's cells given.
+    __device__ __forceinline__ unsigned column(const int (&sub)[STRIPE], int diag, int& hup,
+                                               int& fup, int go, int ge) {
+        unsigned word = 0;
+#pragma unroll
+        for (int r = 0; r < STRIPE; ++r) {
+            const int d = diag + sub[r];
+            const int e = __viaddmax_s32(el[r], -ge, hl[r]);
+            const int f = __viaddmax_s32(fup, -ge, hup);
+            const int ef = max(e, f);
+            // Local with traceback compares h with d: there h must not come from
+            // __viaddmax_s32_relu, after which nvcc 13 (sm_90) evaluates h == c
+            // as h == a + b (seen on the H100; benchmarks/NOTES.md, v5).
+            const int h = (mode != LOCAL) ? __viaddmax_s32(ef, -go, d)
+                        : want_tb ? __vimax_s32_relu(d, ef - go)
+                                  : __viaddmax_s32_relu(ef, -go, d);
+            if (want_tb) {
+                unsigned org = (h == d) ? 1u : (e >= f ? 2u : 3u);
+                if (mode == LOCAL && h == 0) org = 0u;
+                word |= (org | ((unsigned)(e != hl[r]) << 2) | ((unsigned)(f != hup) << 3))
+                        << (4 * r);
+            }
+            diag = hl[r];
+            hl[r] = h;
+            el[r] = e;
+            hup = h;
+            fup = f;
+        }
+        return word;
+    }
+
+    __device__ __forceinline__ int pick(int r) const {
+        int x = hl[0];
+#pragma unroll
+        for (int k = 1; k < STRIPE; ++k) x = (r == k) ? hl[k] : x;
+        return x;
+    }
+
+    // The end cell after column j: local takes the column's maximum (a slow path
+    // only when it beats or ties the best), semiglobal looks at row n and column m,
+    // global at cell (n, m).
+    __device__ __forceinline__ void track(int i0, int j, int n, int m, int& best, int& bi,
+                                          int& bj) const {
+        if (mode == LOCAL) {
+            const int c = max(__vimax3_s32(__vimax3_s32(hl[0], hl[1], hl[2]),
+                                           __vimax3_s32(hl[3], hl[4], hl[5]), hl[6]), hl[7]);
+            if (c > best || (c == best && c > 0 && bi > i0)) {
+                int rf = STRIPE - 1;
+#pragma unroll
+                for (int r = STRIPE - 2; r >= 0; --r) rf = (hl[r] == c) ? r : rf;
+                const int i = i0 + rf + 1;
+                if (c > best || i < bi) { best = c; bi = i; bj = j; }
+            }
+        } else {
+            const bool last = i0 + STRIPE >= n;
+            if (mode == SEMIGLOBAL) {
+                if (last) offer(pick(n - 1 - i0), n, j, best, bi, bj);
+                if (j == m) {
+#pragma unroll
+                    for (int r = 0; r < STRIPE; ++r)
+                        if (i0 + r + 1 < n) offer(hl[r], i0 + r + 1, m, best, bi, bj);
+                }
+            } else if (last && j == m) {
+                best = pick(n - 1 - i0); bi = n; bj = m;
+            }
+        }
+    }
+};
+
+// One thread, one pair (see the top of the file for the layout).
+template <int mode, bool want_tb>
+__device__ __forceinline__ void fill_thread(
+     const int* smat, const unsigned char* a, int n, const unsigned char* b, int m,
+     int go, int ge, int neg, SCORE* bnd_h, SCORE* bnd_f, unsigned int* tbw, int wm,
+     int& best, int& bi, int& bj)
+{
+    for (int j = 0; j <= m; ++j) {
+        bnd_h[j * 32] = (SCORE)(mode == GLOBAL ? gap_boundary(j, go, ge) : 0);
+        bnd_f[j * 32] = (SCORE)neg;
+    }
+    Stripe<mode, want_tb> st;
+    for (int i0 = 0; i0 < n; i0 += STRIPE) {
+        st.start(a, n, i0, go, ge, neg);
         int diag0 = bnd_h[0];  // H[i0][0]
         bnd_h[0] = (SCORE)((mode == GLOBAL) ? gap_boundary(i0 + STRIPE, go, ge) : 0);
         // the next column's inputs are loaded one column ahead: their latency
@@ -100,49 +179,147 @@ fill(
                 hup_next = bnd_h[bidx + 32];
                 fup_next = bnd_f[bidx + 32];
             }
-            int diag = diag0;
+            const int diag = diag0;
             diag0 = hup;
-            unsigned int word = 0;
-#pragma unroll
-            for (int r = 0; r < STRIPE; ++r) {
-                // Hopper DPX: max(a + b, c) and three-way max (with 0 when local)
-                // in one instruction each; the row-to-row dependency chain is two
-                // instructions long, which is what bounds a lone long pair.
-                const int d = diag + smat[qa[r] + bc];
-                const int e_ext = el[r] - ge;
-                const int e = __viaddmax_s32(hl[r], -go, e_ext);
-                const int f_ext = fup - ge;
-                const int f = __viaddmax_s32(hup, -go, f_ext);
-                const int h = (mode == LOCAL) ? __vimax3_s32_relu(d, e, f) : __vimax3_s32(d, e, f);
-                unsigned int org = (h == d) ? 1u : ((h == e) ? 2u : 3u);
-                if (mode == LOCAL && h == 0) org = 0u;
-                const int e_open = hl[r] - go, f_open = hup - go;
-                const int i = i0 + r + 1;
-                if (mode == LOCAL) {
-                    if (h >= best && (h > best || (h > 0 && earlier(i, j, bi, bj)))) {
-                        best = h; bi = i; bj = j;
-                    }
-                } else if (mode == SEMIGLOBAL) {
-                    if ((i == n || (j == m && i < n)) && h >= best
-                        && (h > best || earlier(i, j, bi, bj))) {
-                        best = h; bi = i; bj = j;
-                    }
-                } else if (i == n && j == m) {
-                    best = h; bi = i; bj = j;
-                }
-                word |= (org | ((unsigned int)(e_ext > e_open) << 2) | ((unsigned int)(f_ext > f_open) << 3)) << (4 * r);
-                diag = hl[r];
-                hl[r] = h;
-                el[r] = e;
-                hup = h;
-                fup = f;
-            }
+            const unsigned word = st.column(smat, bc, diag, hup, fup, go, ge);
+            st.track(i0, j, n, m, best, bi, bj);
             bnd_h[bidx] = (SCORE)hup;
             bnd_f[bidx] = (SCORE)fup;
             if (want_tb)
                 tbw[((long long)(i0 / STRIPE) * wm + (j - 1)) * 32] = word;
         }
     }
+}
+
+// One warp, one pair (see the top of the file for the layout). Every lane ends
+// with the best of its own cells; the caller reduces them.
+template <int mode, bool want_tb>
+__device__ __forceinline__ void fill_warp(
+     const int* matrix, int K, uint2* prof, const unsigned char* a, int n,
+     const unsigned char* b, int m, int go, int ge, int neg, SCORE* top_h, SCORE* top_f,
+     unsigned int* tbp, int lane, int& best, int& bi, int& bj)
+{
+    for (int j = lane; j <= m; j += 32) {
+        top_h[j] = (SCORE)(mode == GLOBAL ? gap_boundary(j, go, ge) : 0);
+        top_f[j] = (SCORE)neg;
+    }
+    const int nstripes = (n + STRIPE - 1) / STRIPE;
+    Stripe<mode, want_tb> st;
+    for (int band = 0; band * 32 < nstripes; ++band) {
+        __syncwarp();
+        const int i0 = (band * 32 + lane) * STRIPE;
+        const int last = min(31, nstripes - 1 - band * 32);  // the band's last lane
+        st.start(a, n, i0, go, ge, neg);
+        // The lanes of a warp score different query rows against different target
+        // residues: lookups in one shared table would conflict on its banks. Each
+        // lane keeps its stripe's query profile instead, 8 signed bytes per target
+        // residue at prof[t * 32 + lane] (one conflict-free 8-byte load per column).
+        for (int t = 0; t < K; ++t) {
+            unsigned w[2] = {0u, 0u};
+#pragma unroll
+            for (int r = 0; r < STRIPE; ++r) {
+                const int v = (i0 + r < n) ? matrix[a[i0 + r] * K + t] : -128;
+                w[r / 4] |= ((unsigned)v & 0xffu) << (8 * (r % 4));
+            }
+            prof[t * 32 + lane] = make_uint2(w[0], w[1]);
+        }
+        __syncwarp();
+        int diag = (mode == GLOBAL) ? gap_boundary(i0, go, ge) : 0;  // H[i0][0]
+        int out_h = 0, out_f = neg;
+        // lane 0 takes the band's top row from registers of the whole warp, 32
+        // columns at a time, the next 32 loaded ahead
+        int cur_h = 0, cur_f = neg, nxt_h = 0, nxt_f = neg;
+        if (lane + 1 <= m) { cur_h = top_h[lane + 1]; cur_f = top_f[lane + 1]; }
+        if (lane + 33 <= m) { nxt_h = top_h[lane + 33]; nxt_f = top_f[lane + 33]; }
+        const int steps = m + last;
+        const long long tb_band = (long long)band * (m + 31);
+        for (int t = 0; t < steps; ++t) {
+            if (t > 0 && (t & 31) == 0) {
+                cur_h = nxt_h; cur_f = nxt_f;
+                const int k = t + 33 + lane;
+                if (k <= m) { nxt_h = top_h[k]; nxt_f = top_f[k]; }
+            }
+            int hup = __shfl_up_sync(FULL, out_h, 1);
+            int fup = __shfl_up_sync(FULL, out_f, 1);
+            const int th = __shfl_sync(FULL, cur_h, t & 31);
+            const int tf = __shfl_sync(FULL, cur_f, t & 31);
+            if (lane == 0) { hup = th; fup = tf; }
+            const int j = t - lane + 1;
+            if (j >= 1 && j <= m && lane <= last) {
+                const int d0 = diag;
+                diag = hup;
+                const uint2 pw = prof[b[j - 1] * 32 + lane];
+                int sub[STRIPE];
+#pragma unroll
+                for (int r = 0; r < STRIPE; ++r)
+                    sub[r] = (int)(signed char)(((r < 4) ? pw.x : pw.y) >> (8 * (r % 4)));
+                const unsigned word = st.column(sub, d0, hup, fup, go, ge);
+                st.track(i0, j, n, m, best, bi, bj);
+                out_h = hup;
+                out_f = fup;
+                if (lane == last) { top_h[j] = (SCORE)hup; top_f[j] = (SCORE)fup; }
+                if (want_tb) tbp[(tb_band + t) * 32 + lane] = word;
+            }
+        }
+    }
+}
+
+template <int mode, bool want_tb>
+__global__ void __launch_bounds__(256, want_tb ? 3 : 4)
+fill(
+     const unsigned char* __restrict__ codes, const long long* __restrict__ offsets,
+     const int* __restrict__ pair_row, const int* __restrict__ pair_col, const int npairs,
+     const int nwide, const int* __restrict__ matrix, const int K, const int go,
+     const int ge, const int neg, SCORE* __restrict__ bnd_h, SCORE* __restrict__ bnd_f,
+     unsigned int* __restrict__ tb, const long long* __restrict__ off,
+     const long long* __restrict__ boff, const int* __restrict__ warp_m,
+     int* __restrict__ out_score, int* __restrict__ out_ei, int* __restrict__ out_ej)
+{
+    // narrow blocks: the matrix, rows 32 apart; wide blocks: a profile per warp
+    extern __shared__ int shared[];
+    const int wide_blocks = (nwide + 7) / 8;
+    int best = (mode == LOCAL) ? 0 : neg;
+    int bi = 0, bj = 0;
+    if ((int)blockIdx.x < wide_blocks) {
+        const int p = blockIdx.x * 8 + threadIdx.x / 32;
+        const int lane = threadIdx.x % 32;
+        if (p >= nwide) return;  // the whole warp
+        const long long qoff = offsets[pair_row[p]], toff = offsets[pair_col[p]];
+        const int n = (int)(offsets[pair_row[p] + 1] - qoff);
+        const int m = (int)(offsets[pair_col[p] + 1] - toff);
+        uint2* prof = reinterpret_cast<uint2*>(shared) + (threadIdx.x / 32) * K * 32;
+        fill_warp<mode, want_tb>(matrix, K, prof, codes + qoff, n, codes + toff, m, go, ge, neg,
+                                 bnd_h + boff[p], bnd_f + boff[p], tb + off[p], lane,
+                                 best, bi, bj);
+#pragma unroll
+        for (int k = 16; k > 0; k >>= 1) {
+            const int ob = __shfl_down_sync(FULL, best, k);
+            const int oi = __shfl_down_sync(FULL, bi, k);
+            const int oj = __shfl_down_sync(FULL, bj, k);
+            if (ob > best || (ob == best && earlier(oi, oj, bi, bj))) {
+                best = ob; bi = oi; bj = oj;
+            }
+        }
+        if (lane == 0) { out_score[p] = best; out_ei[p] = bi; out_ej[p] = bj; }
+        return;
+    }
+    int* smat = shared;
+    for (int k = threadIdx.x; k < K * K; k += blockDim.x)
+        smat[(k / K) * 32 + (k % K)] = matrix[k];
+    for (int k = threadIdx.x; k < 32; k += blockDim.x)
+        smat[PAD * 32 + k] = neg / 2;
+    __syncthreads();
+    const int q = (blockIdx.x - wide_blocks) * blockDim.x + threadIdx.x;  // narrow index
+    const int p = nwide + q;
+    if (p >= npairs) return;
+    const long long qoff = offsets[pair_row[p]], toff = offsets[pair_col[p]];
+    const int n = (int)(offsets[pair_row[p] + 1] - qoff);
+    const int m = (int)(offsets[pair_col[p] + 1] - toff);
+    const int w = nwide + q / 32;
+    fill_thread<mode, want_tb>(smat, codes + qoff, n, codes + toff, m, go, ge, neg,
+                               bnd_h + boff[w] + q % 32, bnd_f + boff[w] + q % 32,
+                               want_tb ? tb + off[w] + q % 32 : tb, warp_m[q / 32],
+                               best, bi, bj);
     out_score[p] = best;
     out_ei[p] = bi;
     out_ej[p] = bj;
@@ -171,7 +348,7 @@ __global__ void __launch_bounds__(256)
 walk(
      const unsigned char* __restrict__ codes, const long long* __restrict__ offsets,
      const int* __restrict__ pair_row, const int* __restrict__ pair_col, const int npairs,
-     const unsigned int* __restrict__ tb, const long long* __restrict__ warp_off,
+     const int nwide, const unsigned int* __restrict__ tb, const long long* __restrict__ off,
      const int* __restrict__ warp_m,
      const int* __restrict__ ei, const int* __restrict__ ej,
      const long long* __restrict__ op_off, unsigned char* __restrict__ op_code,
@@ -182,9 +359,14 @@ walk(
     const int p = blockIdx.x * blockDim.x + threadIdx.x;
     if (p >= npairs) return;
     const unsigned char* a = codes + offsets[pair_row[p]];
-    const unsigned char* b = codes + offsets[pair_col[p]];
-    const unsigned int* tbw = tb + warp_off[p / 32] + (p % 32);
-    const int wm = warp_m[p / 32];
+    const long long toff = offsets[pair_col[p]];
+    const unsigned char* b = codes + toff;
+    const bool wide = p < nwide;
+    const int q = p - nwide;
+    // word (stripe s, column j): wide pairs by band and step, narrow ones per warp
+    const unsigned int* tbw = wide ? tb + off[p] : tb + off[nwide + q / 32] + q % 32;
+    const long long span = wide ? (long long)(offsets[pair_col[p] + 1] - toff) + 31
+                                : (long long)warp_m[q / 32];
     int i = ei[p], j = ej[p];
     int state = 0, ident = 0, length = 0;
     Runs runs{op_code, op_len, op_off[p], 255, 0};
@@ -197,8 +379,10 @@ walk(
             break;
         }
         const int r = (i - 1) % STRIPE;
-        const unsigned int t =
-            (tbw[((long long)((i - 1) / STRIPE) * wm + (j - 1)) * 32] >> (4 * r)) & 15u;
+        const int s = (i - 1) / STRIPE;
+        const long long word = wide ? ((s / 32) * span + (j - 1) + s % 32) * 32 + s % 32
+                                    : ((long long)s * span + (j - 1)) * 32;
+        const unsigned int t = (tbw[word] >> (4 * r)) & 15u;
         if (state == 0) {
             const unsigned int org = t & 3u;
             if (org == 0u) break;

@@ -18,10 +18,23 @@ STRIPE = 8
 THREADS = 256
 #: Windows in flight at once, each on its own stream (and its share of memory).
 DEPTH = 4
+#: With traceback, pairs of at least this many column steps (8 rows each) on
+#: one thread are "wide": one warp each, so that the longest pairs do not set a
+#: launch's length (proteome all-vs-all: 2.46 s to 1.97 s on the H100).
+WIDE_STEPS: int | None = 1 << 16
+#: The same for score-only runs; None: none wide. Score-only ran slower with
+#: wide pairs (1.07 s to 1.6-2.0 s), cause not established (benchmarks/NOTES.md, v5).
+WIDE_STEPS_SCORE_ONLY: int | None = None
 #: Widest window: 16M pairs, whose index and result arrays take ~0.6 GB.
 MAX_WIDTH = 4096
 NEG = {np.dtype(np.int16): -16384, np.dtype(np.int32): -(1 << 30)}
 _CTYPE = {np.dtype(np.int16): "short", np.dtype(np.int32): "int"}
+
+
+def _profile_fits(matrix: np.ndarray) -> bool:
+    """Whether the warp-per-pair kernel's query profile holds this matrix: signed
+    bytes, 8 warps x 32 lanes x 8 bytes per letter within 48 KB of shared memory."""
+    return matrix.shape[0] <= 24 and int(matrix.min()) >= -127 and int(matrix.max()) <= 127
 
 
 class GPUBackend:
@@ -82,7 +95,9 @@ class GPUBackend:
 
     @staticmethod
     def _pair_bytes(job: Job, n: int, m: int) -> int:
-        tb = ((n + STRIPE - 1) // STRIPE) * m * 4 if job.traceback else 0
+        # the wide layout's words (whole bands, 31 steps more per band) bound both
+        bands = ((n + STRIPE - 1) // STRIPE + 31) // 32
+        tb = bands * 32 * (m + 31) * 4 if job.traceback else 0
         ops = (n + m) * 5 * 2 if job.traceback else 0
         return tb + ops + 8 * (m + 1) + 64
 
@@ -131,7 +146,8 @@ class GPUBackend:
         return state
 
     def _layout(self, job: Job, state: dict, w: Window):
-        """Pairs of a window (on the device) and each warp's share of the buffers."""
+        """Pairs of a window (on the device), wide ones first, and each one's share
+        of the buffers (see ``align.cu`` for the two layouts)."""
         cp = self.cp
         r = cp.arange(w.r0, w.r1, dtype=cp.int32)
         c = cp.arange(w.c0, w.c1, dtype=cp.int32)
@@ -141,28 +157,44 @@ class GPUBackend:
             keep = rows < cols
             rows, cols = rows[keep], cols[keep]
         cols += state["col_base"]
+        n = state["lengths"][rows].astype(cp.int64)
+        m = state["lengths"][cols].astype(cp.int64)
+        limit = WIDE_STEPS if job.traceback else WIDE_STEPS_SCORE_ONLY
+        wide = (n + STRIPE - 1) // STRIPE * m >= (limit if limit is not None else 1 << 62)
+        if not _profile_fits(job.scoring.matrix):
+            wide[:] = False
+        nwide = int(cp.count_nonzero(wide))
+        if nwide:
+            order = cp.concatenate([cp.flatnonzero(wide), cp.flatnonzero(~wide)])
+            rows, cols, n, m = rows[order], cols[order], n[order], m[order]
         npairs = int(rows.size)
-        nwarps = -(-npairs // 32)
-        n = cp.zeros(nwarps * 32, cp.int64)
-        m = cp.zeros(nwarps * 32, cp.int64)
-        n[:npairs] = state["lengths"][rows]
-        m[:npairs] = state["lengths"][cols]
-        wn = n.reshape(nwarps, 32).max(axis=1)
-        wm = m.reshape(nwarps, 32).max(axis=1)
-        tb_words = ((wn + STRIPE - 1) // STRIPE) * wm * 32 if job.traceback else wm * 0
-        bnd = (wm + 1) * 32
-        offs = cp.zeros(nwarps + 1, cp.int64)
-        boffs = cp.zeros(nwarps + 1, cp.int64)
+        # wide pairs: bands of 32 stripes, each (m + 31) steps of 32 words
+        bands = ((n[:nwide] + STRIPE - 1) // STRIPE + 31) // 32
+        wide_tb = bands * (m[:nwide] + 31) * 32
+        wide_bnd = m[:nwide] + 1
+        # narrow pairs: per warp of 32, sized by the warp's longest
+        nn, mm = n[nwide:], m[nwide:]
+        nwarps = -(-(npairs - nwide) // 32)
+        pad = nwarps * 32 - (npairs - nwide)
+        wn = cp.concatenate([nn, cp.zeros(pad, cp.int64)]).reshape(nwarps, 32).max(axis=1)
+        wm = cp.concatenate([mm, cp.zeros(pad, cp.int64)]).reshape(nwarps, 32).max(axis=1)
+        narrow_tb = (wn + STRIPE - 1) // STRIPE * wm * 32
+        narrow_bnd = (wm + 1) * 32
+        tb_words = cp.concatenate([wide_tb, narrow_tb])
+        if not job.traceback:
+            tb_words[:] = 0
+        offs = cp.zeros(nwide + nwarps + 1, cp.int64)
+        boffs = cp.zeros(nwide + nwarps + 1, cp.int64)
         cp.cumsum(tb_words, out=offs[1:])
-        cp.cumsum(bnd, out=boffs[1:])
+        cp.cumsum(cp.concatenate([wide_bnd, narrow_bnd]), out=boffs[1:])
         op_off = None
         if job.traceback:
             op_off = cp.zeros(npairs + 1, cp.int64)
-            cp.cumsum(n[:npairs] + m[:npairs], out=op_off[1:])
+            cp.cumsum(n + m, out=op_off[1:])
         totals = cp.stack([offs[-1], boffs[-1],
                            op_off[-1] if op_off is not None else offs[0]]).get()
         itemsize = job.score_dtype(w).itemsize
-        layout = {"npairs": npairs, "warp_off": offs, "warp_boff": boffs,
+        layout = {"npairs": npairs, "nwide": nwide, "off": offs, "boff": boffs,
                   "warp_m": wm.astype(cp.int32), "tb_words": int(totals[0]),
                   "bnd": int(totals[1]), "ops": int(totals[2]), "op_off": op_off}
         layout["bytes"] = (4 * layout["tb_words"] + 2 * itemsize * layout["bnd"]
@@ -202,7 +234,10 @@ class GPUBackend:
             d_row, d_col, npairs, lay = self._layout(job, state, w)
             h["rows"], h["cols"], h["npairs"] = d_row, d_col, npairs
             h["col_base"] = state["col_base"]
-            grid = ((npairs + THREADS - 1) // THREADS,)
+            nwide = lay["nwide"]
+            # a block holds 8 wide pairs (a warp each) or 256 narrow ones
+            grid = (-(-nwide // 8) + -(-(npairs - nwide) // THREADS),)
+            walk_grid = ((npairs + THREADS - 1) // THREADS,)
             bnd_h = cp.empty(lay["bnd"], dtype)
             bnd_f = cp.empty(lay["bnd"], dtype)
             tb = cp.empty(max(lay["tb_words"], 1), cp.uint32)
@@ -215,20 +250,23 @@ class GPUBackend:
                     cp.empty(npairs, cp.int32) for _ in range(5))
             h["ev"][0].record()
             tb_flag = "true" if job.traceback else "false"
+            K = sc.matrix.shape[0]
+            shared = max(32 * 32, 8 * K * 32 * 2) * 4 if nwide else 32 * 32 * 4
             mod.get_function(f"fill<{job.mode_code},{tb_flag}>")(
                 grid, (THREADS,),
                 (state["codes"], state["offsets"], d_row, d_col, np.int32(npairs),
-                 state["matrix"], np.int32(sc.matrix.shape[0]), np.int32(sc.gap_open),
-                 np.int32(sc.gap_extend), np.int32(NEG[dtype]), bnd_h, bnd_f, tb,
-                 lay["warp_off"], lay["warp_boff"], lay["warp_m"],
-                 h["score"], h["ei"], h["ej"]))
+                 np.int32(nwide), state["matrix"], np.int32(sc.matrix.shape[0]),
+                 np.int32(sc.gap_open), np.int32(sc.gap_extend), np.int32(NEG[dtype]),
+                 bnd_h, bnd_f, tb, lay["off"], lay["boff"], lay["warp_m"],
+                 h["score"], h["ei"], h["ej"]), shared_mem=shared)
             h["ev"][1].record()
             del bnd_h, bnd_f
             if job.traceback:
                 mod.get_function(f"walk<{job.mode_code}>")(
-                    grid, (THREADS,),
-                    (state["codes"], state["offsets"], d_row, d_col, np.int32(npairs), tb,
-                     lay["warp_off"], lay["warp_m"], h["ei"], h["ej"], h["off"], h["code"],
+                    walk_grid, (THREADS,),
+                    (state["codes"], state["offsets"], d_row, d_col, np.int32(npairs),
+                     np.int32(nwide), tb, lay["off"], lay["warp_m"], h["ei"], h["ej"],
+                     h["off"], h["code"],
                      h["len"], h["qb"], h["tb"], h["nops"], h["ident"], h["alen"]))
             h["ev"][2].record()
         return h
