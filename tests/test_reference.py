@@ -98,10 +98,15 @@ def test_adeno_fiber_all_pairs(mode, records, check_result):
     check_result(res)
 
 
-def proteome_subset(records, n=100, seed=20240611, n_longest=3):
-    recs = records("proteome_HG003687.faa")
+def subset(records, name, n, seed, n_longest):
+    """``n`` sequences of a data file: the ``n_longest`` longest, the rest sampled."""
+    recs = records(name)
     idx = sample_indices(len(recs), n, seed, recs.lengths, n_longest=n_longest)
     return [recs.sequences[k] for k in idx]
+
+
+def proteome_subset(records, n=100, seed=20240611, n_longest=3):
+    return subset(records, "proteome_HG003687.faa", n, seed, n_longest)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -115,9 +120,7 @@ def test_proteome_100(mode, records, check_result):
 
 
 def genes_subset(records, n=30, seed=7, n_longest=1):
-    recs = records("genes_CP040672.fna")
-    idx = sample_indices(len(recs), n, seed, recs.lengths, n_longest=n_longest)
-    return [recs.sequences[k] for k in idx]
+    return subset(records, "genes_CP040672.fna", n, seed, n_longest)
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -160,13 +160,13 @@ class GPUBackend:
         n = state["lengths"][rows].astype(cp.int64)
         m = state["lengths"][cols].astype(cp.int64)
         limit = WIDE_STEPS if job.traceback else WIDE_STEPS_SCORE_ONLY
-        wide = (n + STRIPE - 1) // STRIPE * m >= (limit if limit is not None else 1 << 62)
-        if not _profile_fits(job.scoring.matrix):
-            wide[:] = False
-        nwide = int(cp.count_nonzero(wide))
-        if nwide:
-            order = cp.concatenate([cp.flatnonzero(wide), cp.flatnonzero(~wide)])
-            rows, cols, n, m = rows[order], cols[order], n[order], m[order]
+        nwide = 0
+        if limit is not None and _profile_fits(job.scoring.matrix):
+            wide = (n + STRIPE - 1) // STRIPE * m >= limit
+            nwide = int(cp.count_nonzero(wide))
+            if nwide:
+                order = cp.concatenate([cp.flatnonzero(wide), cp.flatnonzero(~wide)])
+                rows, cols, n, m = rows[order], cols[order], n[order], m[order]
         npairs = int(rows.size)
         # wide pairs: bands of 32 stripes, each (m + 31) steps of 32 words
         bands = ((n[:nwide] + STRIPE - 1) // STRIPE + 31) // 32
