@@ -29,7 +29,7 @@ def put_int(out, pos, v):
     return pos + digits
 
 
-@njit(cache=True, boundscheck=False)
+@njit(cache=True, boundscheck=False, nogil=True)
 def _format(op_offsets, op_code, op_len, chars, merge_m, out, out_off):
     for p in range(op_offsets.shape[0] - 1):
         pos = out_off[p]

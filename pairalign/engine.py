@@ -131,7 +131,8 @@ def to_input(job: Job, batch: PairBatch) -> PairBatch:
     t = job.col_set.order[batch.target]
     batch = PairBatch(**{**batch.__dict__, "query": q, "target": t})
     if job.triangle:
-        batch = batch.swapped(q > t)
+        with _NUMBA:
+            batch = batch.swapped(q > t)
     return batch
 
 

@@ -24,6 +24,8 @@ import contextlib
 import os
 import sys
 import tempfile
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from typing import BinaryIO, Iterator
 
 import numpy as np
@@ -42,6 +44,9 @@ TSV_SCORE_ONLY = ("query", "target", "score", "query_end", "target_end")
 
 #: Pairs formatted per chunk: bounds the text held in memory at once.
 CHUNK = 100_000
+
+#: Threads formatting chunks at once.
+_FORMAT_THREADS = min(8, os.cpu_count() or 1)
 
 #: Bytes a line may need besides the two ids and the CIGAR: six integers of at
 #: most 11 characters (int32 with its sign), the identity (6) and 10 separators.
@@ -185,7 +190,7 @@ def _put_bytes(out, pos, src, start, end):
     return pos
 
 
-@njit(cache=True, boundscheck=False)
+@njit(cache=True, boundscheck=False, nogil=True)
 def _format_rows(q, t, qbuf, qoff, tbuf, toff, ints, ident, cig, cig_off, full, out):
     """TSV lines of a chunk of pairs into ``out``; returns the bytes written.
 
@@ -252,7 +257,8 @@ def write_tsv(handle: BinaryIO, result: AlignmentResult, batch: PairBatch | None
     tbuf, toff = (qbuf, qoff) if result.all_vs_all else _id_buffer(result.target_ids)
     qlen, tlen = np.diff(qoff), np.diff(toff)
     no_cigar = np.zeros(0, np.uint8)
-    for s in range(0, len(batch), CHUNK):
+
+    def chunk(s: int) -> np.ndarray:
         e = min(s + CHUNK, len(batch))
         q, t = batch.query[s:e].astype(np.int64), batch.target[s:e].astype(np.int64)
         ints = np.empty((e - s, 6), np.int64)
@@ -270,7 +276,27 @@ def write_tsv(handle: BinaryIO, result: AlignmentResult, batch: PairBatch | None
         size = int(qlen[q].sum() + tlen[t].sum()) + (e - s) * _LINE_FIXED + len(cig)
         out = np.empty(size, np.uint8)
         end = _format_rows(q, t, qbuf, qoff, tbuf, toff, ints, ident, cig, cig_off, full, out)
-        handle.write(memoryview(out[:end]))
+        return out[:end]
+
+    # chunks formatted on several threads (the formatters release the GIL),
+    # written in order; at most 2 x threads chunks held at once
+    starts = range(0, len(batch), CHUNK)
+    threads = min(_FORMAT_THREADS, len(starts))
+    if threads <= 1:
+        for s in starts:
+            handle.write(memoryview(chunk(s)))
+        return
+    pool = ThreadPoolExecutor(threads)
+    try:
+        ahead: deque = deque()
+        for s in starts:
+            ahead.append(pool.submit(chunk, s))
+            if len(ahead) >= 2 * threads:
+                handle.write(memoryview(ahead.popleft().result()))
+        while ahead:
+            handle.write(memoryview(ahead.popleft().result()))
+    finally:  # on an error or Ctrl-C, chunks not started are dropped
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def write_npy(path_or_handle: str | os.PathLike | BinaryIO, result: AlignmentResult) -> None:

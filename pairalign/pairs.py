@@ -69,12 +69,17 @@ class PairBatch:
         index = np.asarray(index)
         if index.dtype == bool:
             index = np.flatnonzero(index)
-        cols = {name: getattr(self, name)[index] for name in _COLUMNS}
+        index = index.astype(np.int64, copy=False)
+        cols = {}
+        for name in _COLUMNS:
+            src = getattr(self, name)
+            cols[name] = np.empty(len(index), src.dtype)
+            _gather(src, index, cols[name])
         counts = self.n_ops[index]
         offsets = _offsets(counts)
         code = np.empty(int(offsets[-1]), self.op_code.dtype)
         length = np.empty(int(offsets[-1]), self.op_len.dtype)
-        _gather_runs(self.op_offsets, index.astype(np.int64), offsets, self.op_code,
+        _gather_runs(self.op_offsets, index, offsets, self.op_code,
                      self.op_len, code, length)
         return PairBatch(**cols, op_offsets=offsets, op_code=code, op_len=length)
 
@@ -83,22 +88,15 @@ class PairBatch:
         mask = np.asarray(mask, dtype=bool)
         if not mask.any():
             return self
-
-        def pick(x, y):
-            return np.where(mask, y, x)
-
-        op_mask = np.repeat(mask, self.n_ops)
+        pairs = {}
+        for a, b in (("query", "target"), ("query_begin", "target_begin"),
+                     ("query_end", "target_end")):
+            x, y = getattr(self, a), getattr(self, b)
+            pairs[a], pairs[b] = np.empty_like(x), np.empty_like(y)
+            _exchange(mask, x, y, pairs[a], pairs[b])
         code = self.op_code.copy()
-        code[op_mask & (self.op_code == OP_INS)] = OP_DEL
-        code[op_mask & (self.op_code == OP_DEL)] = OP_INS
-        return replace(
-            self,
-            query=pick(self.query, self.target), target=pick(self.target, self.query),
-            query_begin=pick(self.query_begin, self.target_begin),
-            query_end=pick(self.query_end, self.target_end),
-            target_begin=pick(self.target_begin, self.query_begin),
-            target_end=pick(self.target_end, self.query_end),
-            op_code=code)
+        _swap_ins_del(self.op_offsets, mask, code)
+        return replace(self, **pairs, op_code=code)
 
     def save(self, path) -> None:
         """Write every array to an ``.npz`` file (see :meth:`load`)."""
@@ -117,6 +115,37 @@ class PairBatch:
     @property
     def nbytes(self) -> int:
         return sum(getattr(self, f.name).nbytes for f in fields(self))
+
+
+@njit(cache=True, parallel=True, boundscheck=False)
+def _gather(src, index, out):
+    """``out[k] = src[index[k]]``, in parallel (numpy's take is one thread)."""
+    for k in prange(index.shape[0]):
+        out[k] = src[index[k]]
+
+
+@njit(cache=True, parallel=True, boundscheck=False)
+def _exchange(mask, x, y, out_x, out_y):
+    """``out_x, out_y = y, x`` where ``mask``, else ``x, y``; in parallel."""
+    for k in prange(mask.shape[0]):
+        if mask[k]:
+            out_x[k] = y[k]
+            out_y[k] = x[k]
+        else:
+            out_x[k] = x[k]
+            out_y[k] = y[k]
+
+
+@njit(cache=True, parallel=True, boundscheck=False)
+def _swap_ins_del(offsets, mask, code):
+    """Exchange insertions and deletions in the operations of the pairs under ``mask``."""
+    for p in prange(mask.shape[0]):
+        if mask[p]:
+            for k in range(offsets[p], offsets[p + 1]):
+                if code[k] == OP_INS:
+                    code[k] = OP_DEL
+                elif code[k] == OP_DEL:
+                    code[k] = OP_INS
 
 
 @njit(cache=True, parallel=True, boundscheck=False)

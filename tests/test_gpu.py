@@ -40,16 +40,18 @@ def test_adeno_all_pairs(data_dir, mode, traceback):
 
 @pytest.mark.parametrize("mode", ["global", "semiglobal", "local"])
 @pytest.mark.parametrize("narrow_only", [False, True])
-def test_proteome_subset_with_long(data_dir, monkeypatch, mode, narrow_only):
+@pytest.mark.parametrize("traceback", [True, False])
+def test_proteome_subset_with_long(data_dir, monkeypatch, mode, narrow_only, traceback):
     if narrow_only:  # the longest pairs on one thread each, as the short ones
         monkeypatch.setattr(gpu_backend, "WIDE_STEPS", None)
+        monkeypatch.setattr(gpu_backend, "WIDE_STEPS_SCORE_ONLY", None)
     recs = pairalign.read_sequences(data_dir / "proteome_HG003687.faa")
     rng = np.random.default_rng(7)
     order = np.argsort(-recs.lengths)
     pick = np.concatenate([order[:6], rng.choice(len(recs), 150, replace=False)])
     pick = np.unique(pick)
     seqs = [recs.sequences[k] for k in pick]
-    cpu, gpu = both(seqs, mode=mode)
+    cpu, gpu = both(seqs, mode=mode, traceback=traceback)
     assert_same(cpu, gpu)
 
 

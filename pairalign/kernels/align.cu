@@ -273,15 +273,19 @@ fill(
      const int ge, const int neg, SCORE* __restrict__ bnd_h, SCORE* __restrict__ bnd_f,
      unsigned int* __restrict__ tb, const long long* __restrict__ off,
      const long long* __restrict__ boff, const int* __restrict__ warp_m,
-     int* __restrict__ out_score, int* __restrict__ out_ei, int* __restrict__ out_ej)
+     int* __restrict__ out_score, int* __restrict__ out_ei, int* __restrict__ out_ej,
+     const int block0)
 {
-    // narrow blocks: the matrix, rows 32 apart; wide blocks: a profile per warp
+    // narrow blocks: the matrix, rows 32 apart; wide blocks: a profile per warp.
+    // Block b of the launch is block block0 + b of the whole (wide ones first),
+    // so that wide and narrow blocks can go to separate launches.
     extern __shared__ int shared[];
     const int wide_blocks = (nwide + 7) / 8;
+    const int block = block0 + (int)blockIdx.x;
     int best = (mode == LOCAL) ? 0 : neg;
     int bi = 0, bj = 0;
-    if ((int)blockIdx.x < wide_blocks) {
-        const int p = blockIdx.x * 8 + threadIdx.x / 32;
+    if (block < wide_blocks) {
+        const int p = block * 8 + threadIdx.x / 32;
         const int lane = threadIdx.x % 32;
         if (p >= nwide) return;  // the whole warp
         const long long qoff = offsets[pair_row[p]], toff = offsets[pair_col[p]];
@@ -309,7 +313,7 @@ fill(
     for (int k = threadIdx.x; k < 32; k += blockDim.x)
         smat[PAD * 32 + k] = neg / 2;
     __syncthreads();
-    const int q = (blockIdx.x - wide_blocks) * blockDim.x + threadIdx.x;  // narrow index
+    const int q = (block - wide_blocks) * blockDim.x + threadIdx.x;  // narrow index
     const int p = nwide + q;
     if (p >= npairs) return;
     const long long qoff = offsets[pair_row[p]], toff = offsets[pair_col[p]];

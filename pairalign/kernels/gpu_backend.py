@@ -18,13 +18,13 @@ STRIPE = 8
 THREADS = 256
 #: Windows in flight at once, each on its own stream (and its share of memory).
 DEPTH = 4
-#: With traceback, pairs of at least this many column steps (8 rows each) on
-#: one thread are "wide": one warp each, so that the longest pairs do not set a
-#: launch's length (proteome all-vs-all: 2.46 s to 1.97 s on the H100).
-WIDE_STEPS: int | None = 1 << 16
-#: The same for score-only runs; None: none wide. Score-only ran slower with
-#: wide pairs (1.07 s to 1.6-2.0 s), cause not established (benchmarks/NOTES.md, v5).
-WIDE_STEPS_SCORE_ONLY: int | None = None
+#: Pairs of at least this many column steps (8 rows each) on one thread are
+#: "wide": one warp each. With all but the smallest pairs on warps, no launch
+#: waits on its longest pairs (proteome all-vs-all on the H100: 2.6 to 1.3 s with
+#: traceback, 0.95 to 0.56 s without; benchmarks/NOTES.md, v6). None: none wide.
+WIDE_STEPS: int | None = 1 << 11
+#: The same for score-only runs.
+WIDE_STEPS_SCORE_ONLY: int | None = 1 << 11
 #: Widest window: 16M pairs, whose index and result arrays take ~0.6 GB.
 MAX_WIDTH = 4096
 NEG = {np.dtype(np.int16): -16384, np.dtype(np.int32): -(1 << 30)}
@@ -58,6 +58,7 @@ class GPUBackend:
         self._modules: dict = {}
         self._bytes: dict = {}
         self._states: dict = {}
+        self._hp = None
         self.timings: dict[str, float] = {}
 
     def describe(self) -> str:
@@ -105,7 +106,7 @@ class GPUBackend:
         """Device bytes a window takes (traceback, boundary rows, operations, results)."""
         key = (id(job), w)
         if key not in self._bytes:
-            with self.device:
+            with self.device, self._host_stream():
                 _, _, _, layout = self._layout(job, self._state(job), w)
             self._bytes[key] = layout["bytes"]
         return self._bytes[key]
@@ -123,6 +124,19 @@ class GPUBackend:
         """
         n = max(len(job.rows), len(job.col_set))
         return min(MAX_WIDTH, -(-n // BLOCK) * BLOCK)
+
+    def _host_stream(self):
+        """A high-priority stream for the small kernels whose results the host
+        waits on (a window's layout, the compaction of its results): on a
+        low-priority stream they would queue behind the fill blocks of the
+        windows in flight, and the host with them."""
+        if self._hp is None:
+            cp = self.cp
+            try:  # CUDA clamps a priority to the device's range: this is its highest
+                self._hp = cp.cuda.Stream(non_blocking=True, priority=-(1 << 10))
+            except TypeError:  # a CuPy without stream priorities
+                self._hp = cp.cuda.Stream(non_blocking=True)
+        return self._hp
 
     def _add(self, key: str, value: float) -> None:
         self.timings[key] = self.timings.get(key, 0.0) + value
@@ -145,6 +159,32 @@ class GPUBackend:
         self._bytes = {}
         return state
 
+    def _pair_order(self, rows, n, m, wide):
+        """Launch order of a window's pairs (row-major on entry): the wide ones
+        first, then the narrow ones so that every warp of 32 holds one query and
+        32 neighbouring targets (lengths sorted, so alike): each row's narrow
+        pairs in whole warps, and what is left of the rows at the end, by length.
+
+        A warp runs as long as its longest pair and its buffers are sized by it:
+        a warp across two rows (the shortest targets of one, the longest of the
+        next) costs up to twice the time and memory.
+        """
+        cp = self.cp
+        if wide is None:
+            narrow = cp.arange(rows.size, dtype=cp.int64)
+        else:
+            narrow = cp.flatnonzero(~wide)
+        r = rows[narrow]
+        pos = cp.arange(r.size, dtype=cp.int64) - cp.searchsorted(r, r, side="left")
+        count = cp.searchsorted(r, r, side="right") - cp.searchsorted(r, r, side="left")
+        whole = pos < count - count % 32
+        rest = narrow[~whole]
+        rest = rest[cp.argsort(-(m[rest] * (1 << 24) + n[rest]))]
+        parts = [narrow[whole], rest]
+        if wide is not None:
+            parts.insert(0, cp.flatnonzero(wide))
+        return cp.concatenate(parts)
+
     def _layout(self, job: Job, state: dict, w: Window):
         """Pairs of a window (on the device), wide ones first, and each one's share
         of the buffers (see ``align.cu`` for the two layouts)."""
@@ -161,12 +201,12 @@ class GPUBackend:
         m = state["lengths"][cols].astype(cp.int64)
         limit = WIDE_STEPS if job.traceback else WIDE_STEPS_SCORE_ONLY
         nwide = 0
+        wide = None
         if limit is not None and _profile_fits(job.scoring.matrix):
             wide = (n + STRIPE - 1) // STRIPE * m >= limit
             nwide = int(cp.count_nonzero(wide))
-            if nwide:
-                order = cp.concatenate([cp.flatnonzero(wide), cp.flatnonzero(~wide)])
-                rows, cols, n, m = rows[order], cols[order], n[order], m[order]
+        order = self._pair_order(rows, n, m, wide if nwide else None)
+        rows, cols, n, m = rows[order], cols[order], n[order], m[order]
         npairs = int(rows.size)
         # wide pairs: bands of 32 stripes, each (m + 31) steps of 32 words
         bands = ((n[:nwide] + STRIPE - 1) // STRIPE + 31) // 32
@@ -216,7 +256,9 @@ class GPUBackend:
             streams = [self.cp.cuda.Stream(non_blocking=True) for _ in range(depth)]
             pending: deque = deque()
             for k, w in enumerate(windows):
+                t = time.perf_counter()
                 pending.append(self._launch(job, state, w, streams[k % depth]))
+                self._add("launch", time.perf_counter() - t)
                 if len(pending) >= depth:
                     yield self._collect(job, pending.popleft())
             while pending:
@@ -228,15 +270,19 @@ class GPUBackend:
         dtype = job.score_dtype(w)
         mod = self._module(dtype)
         sc = job.scoring
-        h = {"w": w, "stream": stream, "ev": [cp.cuda.Event() for _ in range(4)]}
-        with stream:
+        h = {"w": w, "stream": stream, "ev": [cp.cuda.Event() for _ in range(6)]}
+        with self._host_stream():
             h["ev"][3].record()
             d_row, d_col, npairs, lay = self._layout(job, state, w)
+            h["ev"][5].record()
+        # the layout's arrays live until the window is collected: freed earlier,
+        # the pool of the stream that made them could hand them out mid-fill
+        h["lay"] = lay
+        stream.wait_event(h["ev"][5])
+        with stream:
             h["rows"], h["cols"], h["npairs"] = d_row, d_col, npairs
             h["col_base"] = state["col_base"]
             nwide = lay["nwide"]
-            # a block holds 8 wide pairs (a warp each) or 256 narrow ones
-            grid = (-(-nwide // 8) + -(-(npairs - nwide) // THREADS),)
             walk_grid = ((npairs + THREADS - 1) // THREADS,)
             bnd_h = cp.empty(lay["bnd"], dtype)
             bnd_f = cp.empty(lay["bnd"], dtype)
@@ -250,15 +296,25 @@ class GPUBackend:
                     cp.empty(npairs, cp.int32) for _ in range(5))
             h["ev"][0].record()
             tb_flag = "true" if job.traceback else "false"
+            fill = mod.get_function(f"fill<{job.mode_code},{tb_flag}>")
+            args = (state["codes"], state["offsets"], d_row, d_col, np.int32(npairs),
+                    np.int32(nwide), state["matrix"], np.int32(sc.matrix.shape[0]),
+                    np.int32(sc.gap_open), np.int32(sc.gap_extend), np.int32(NEG[dtype]),
+                    bnd_h, bnd_f, tb, lay["off"], lay["boff"], lay["warp_m"],
+                    h["score"], h["ei"], h["ej"])
+            # a block holds 8 wide pairs (a warp each) or 256 narrow ones
+            wide_blocks = -(-nwide // 8)
+            narrow_blocks = -(-(npairs - nwide) // THREADS)
             K = sc.matrix.shape[0]
-            shared = max(32 * 32, 8 * K * 32 * 2) * 4 if nwide else 32 * 32 * 4
-            mod.get_function(f"fill<{job.mode_code},{tb_flag}>")(
-                grid, (THREADS,),
-                (state["codes"], state["offsets"], d_row, d_col, np.int32(npairs),
-                 np.int32(nwide), state["matrix"], np.int32(sc.matrix.shape[0]),
-                 np.int32(sc.gap_open), np.int32(sc.gap_extend), np.int32(NEG[dtype]),
-                 bnd_h, bnd_f, tb, lay["off"], lay["boff"], lay["warp_m"],
-                 h["score"], h["ei"], h["ej"]), shared_mem=shared)
+            wide_shared = 8 * K * 32 * 8  # a query profile per warp
+            narrow_shared = 32 * 32 * 4   # the matrix
+            # wide pairs first, alone: the narrow (short) ones after them
+            if wide_blocks:
+                fill((wide_blocks,), (THREADS,), args + (np.int32(0),), shared_mem=wide_shared)
+            h["ev"][4].record()
+            if narrow_blocks:
+                fill((narrow_blocks,), (THREADS,), args + (np.int32(wide_blocks),),
+                     shared_mem=narrow_shared)
             h["ev"][1].record()
             del bnd_h, bnd_f
             if job.traceback:
@@ -275,8 +331,8 @@ class GPUBackend:
         """Wait for a launched window and bring its results to the host."""
         cp = self.cp
         npairs = h["npairs"]
-        with h["stream"]:
-            h["ev"][2].synchronize()
+        h["ev"][2].synchronize()
+        with self._host_stream():
             t_host = time.perf_counter()
             if job.traceback:
                 counts = h["nops"].astype(cp.int64)
@@ -301,6 +357,7 @@ class GPUBackend:
         self._add("download", time.perf_counter() - t_host)
         self._add("setup", cp.cuda.get_elapsed_time(ev[3], ev[0]) / 1e3)
         self._add("fill", cp.cuda.get_elapsed_time(ev[0], ev[1]) / 1e3)
+        self._add("fill_wide", cp.cuda.get_elapsed_time(ev[0], ev[4]) / 1e3)
         self._add("traceback", cp.cuda.get_elapsed_time(ev[1], ev[2]) / 1e3)
         self._add("cells", float(h["w"].cells))
         return batch

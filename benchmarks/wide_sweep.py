@@ -1,0 +1,82 @@
+"""A/B of the warp-per-pair path: the threshold of steps that makes a pair wide.
+
+    python benchmarks/wide_sweep.py [--cells 1e12]
+
+Proteome all-vs-all (local, BLOSUM62 11/1) in process, with and without
+traceback, for each setting of ``WIDE_STEPS`` / ``WIDE_STEPS_SCORE_ONLY``
+(None: every pair on one thread); best of two runs after a warm-up. Scores must agree across
+settings (checked). ``--cells`` adds a scaled score-only workload.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from workloads import DATA, cells_of, sampled_proteins  # noqa: E402
+
+import pairalign  # noqa: E402
+from pairalign.engine import run_job  # noqa: E402
+from pairalign.job import Job, SortedSet  # noqa: E402
+from pairalign.kernels import gpu_backend as gb  # noqa: E402
+from pairalign.scoring import Scoring  # noqa: E402
+
+
+def run(be, seqs, tb, steps, reps=2):
+    if tb:
+        gb.WIDE_STEPS = steps
+    else:
+        gb.WIDE_STEPS_SCORE_ONLY = steps
+    sc = Scoring.create("protein")
+    best = None
+    for _ in range(reps):
+        job = Job("local", sc, tb, SortedSet.encode(seqs, sc))
+        be.timings.clear()
+        be._bytes = {}
+        t = time.perf_counter()
+        batch = run_job(job, be)
+        wall = time.perf_counter() - t
+        if best is None or wall < best[0]:
+            best = (wall, be.timings.get("fill", 0.0), be.timings.get("traceback", 0.0),
+                    be.timings.get("fill_wide", 0.0))
+    order = np.lexsort((batch.target, batch.query))
+    return best, batch.score[order]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--cells", type=float, default=0)
+    args = ap.parse_args()
+    be = gb.GPUBackend()
+    print(f"device: {be.describe()}", flush=True)
+    prot = pairalign.read_sequences(DATA / "proteome_HG003687.faa").sequences
+    run(be, prot[:300], True, 1 << 10, reps=1)
+    run(be, prot[:300], False, 1 << 10, reps=1)
+    work = [("proteome", prot, True), ("proteome", prot, False)]
+    if args.cells:
+        work.append((f"scaled {args.cells:g}", sampled_proteins(args.cells), False))
+    for name, seqs, tb in work:
+        ls = np.array([len(s) for s in seqs], np.int64)
+        cells = cells_of(ls)
+        steps_of = (ls[:, None] + 7) // 8 * ls[None, :]
+        ref = None
+        for steps in (None, 1 << 10, 1 << 11, 1 << 12, 1 << 16):
+            (wall, fill, walk, fwide), scores = run(be, seqs, tb, steps)
+            if ref is None:
+                ref = scores
+            ok = np.array_equal(ref, scores)
+            if steps is None:
+                frac = 0.0
+            else:
+                wide = np.triu(steps_of >= steps, 1) | np.triu(steps_of.T >= steps, 1)
+                frac = float((np.outer(ls, ls) * wide).sum()) / cells
+            print(f"{name:16} tb={'y' if tb else 'n'} steps={steps!s:>8} "
+                  f"wide cells {frac:6.1%}  wall {wall:6.3f} s  fill {fill:6.3f} (wide {fwide:6.3f})  "
+                  f"walk {walk:6.3f}  e2e {cells / wall / 1e9:6.0f} GCUPS  "
+                  f"{'same' if ok else 'DIFFERENT SCORES'}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
