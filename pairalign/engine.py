@@ -41,13 +41,13 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Protocol
+from typing import Callable, Iterable, Iterator, Protocol
 
 import numpy as np
 
 from .errors import OptionError
 from .job import Job
-from .pairs import PairBatch
+from .pairs import PairBatch, Placement
 from .scheduler import cost as _cost
 from .scheduler.devices import (bind_thread, is_out_of_memory, label as _label,
                                 min_window_pairs, recover, worker_backends)
@@ -159,6 +159,30 @@ def _in_input_order(job: Job, batch: PairBatch) -> PairBatch:
     order[pos] = np.arange(len(batch))  # every pair is present once: a permutation
     with _NUMBA:
         return batch.take(order)
+
+
+def assemble(job: Job, batches: Iterable[PairBatch], spent: dict | None = None) -> PairBatch:
+    """Every pair of ``job`` in input order, from batches (input indices, as
+    :func:`iter_windows` yields them) that hold each pair once.
+
+    Each batch's columns are put in place as it comes, while later windows
+    run; the operations once all are in. ``spent`` receives ``order`` (seconds
+    spent placing) and ``finish`` (the clock when the last batch came).
+    """
+    place = Placement(job.pairs)
+    placing = 0.0
+    for batch in batches:
+        t = time.perf_counter()
+        with _NUMBA:
+            place.add(batch, pair_rank(job, batch))
+        placing += time.perf_counter() - t
+    finish = time.perf_counter()
+    with _NUMBA:
+        out = place.finish()
+    if spent is not None:
+        spent["order"] = placing + time.perf_counter() - finish
+        spent["finish"] = finish
+    return out
 
 
 def _sorted_by_rank(job: Job, batch: PairBatch) -> PairBatch:
@@ -883,13 +907,13 @@ def run_job(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
     """
     clock = time.perf_counter()
     inner: dict = {}
-    batches = list(iter_windows(job, backend, max_memory=max_memory, width=width,
-                                progress=progress, timings=inner, client=client))
-    aligned = time.perf_counter()
-    out = _in_input_order(job, PairBatch.concat(batches))
+    spent: dict = {}
+    out = assemble(job, iter_windows(job, backend, max_memory=max_memory, width=width,
+                                     progress=progress, timings=inner, client=client),
+                   spent)
     if timings is not None:
-        timings["windows"] = timings.get("windows", 0.0) + aligned - clock
-        timings["order"] = timings.get("order", 0.0) + time.perf_counter() - aligned
+        timings["windows"] = timings.get("windows", 0.0) + spent["finish"] - clock
+        timings["order"] = timings.get("order", 0.0) + spent["order"]
         for k in ("predicted", "measured", "scheduler"):
             if k in inner:
                 timings[k] = inner[k]

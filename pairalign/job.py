@@ -59,6 +59,12 @@ class Job:
         return self.cols is None
 
     @property
+    def pairs(self) -> int:
+        """Pairs the job aligns (``i < j`` for all-vs-all)."""
+        n = len(self.rows)
+        return n * (n - 1) // 2 if self.triangle else n * len(self.col_set)
+
+    @property
     def col_set(self) -> SortedSet:
         return self.rows if self.cols is None else self.cols
 

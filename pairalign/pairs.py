@@ -117,6 +117,58 @@ class PairBatch:
         return sum(getattr(self, f.name).nbytes for f in fields(self))
 
 
+class Placement:
+    """One batch built from several, each pair put at a given position.
+
+    Columns are placed as batches arrive; operations once all are in (their
+    offsets follow from every pair's count). Every position from 0 to ``total
+    - 1`` must be given exactly once. Numba-parallel: hold the caller's guard
+    where worker threads run numba too.
+    """
+
+    def __init__(self, total: int) -> None:
+        template = PairBatch.empty()
+        self.cols = {name: np.empty(total, getattr(template, name).dtype) for name in _COLUMNS}
+        self.counts = np.zeros(total, np.int64)
+        self.ops: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+
+    def add(self, batch: PairBatch, pos: np.ndarray) -> None:
+        """Put ``batch``'s pair ``k`` at position ``pos[k]``."""
+        pos = np.asarray(pos, np.int64)
+        for name in _COLUMNS:
+            _scatter(getattr(batch, name), pos, self.cols[name])
+        self.counts[pos] = batch.n_ops
+        if len(batch.op_code):
+            self.ops.append((pos, batch.op_offsets, batch.op_code, batch.op_len))
+
+    def finish(self) -> PairBatch:
+        offsets = _offsets(self.counts)
+        total = int(offsets[-1])
+        code = np.empty(total, np.uint8)
+        length = np.empty(total, np.int32)
+        for pos, src_off, src_code, src_len in self.ops:
+            _scatter_runs(src_off, pos, offsets, src_code, src_len, code, length)
+        self.ops = []
+        return PairBatch(**self.cols, op_offsets=offsets, op_code=code, op_len=length)
+
+
+@njit(cache=True, parallel=True, boundscheck=False)
+def _scatter(src, pos, out):
+    """``out[pos[k]] = src[k]``, in parallel."""
+    for k in prange(pos.shape[0]):
+        out[pos[k]] = src[k]
+
+
+@njit(cache=True, parallel=True, boundscheck=False)
+def _scatter_runs(src_off, pos, dst_off, src_code, src_len, dst_code, dst_len):
+    for k in prange(pos.shape[0]):
+        s = src_off[k]
+        d = dst_off[pos[k]]
+        for x in range(src_off[k + 1] - s):
+            dst_code[d + x] = src_code[s + x]
+            dst_len[d + x] = src_len[s + x]
+
+
 @njit(cache=True, parallel=True, boundscheck=False)
 def _gather(src, index, out):
     """``out[k] = src[index[k]]``, in parallel (numpy's take is one thread)."""

@@ -16,7 +16,7 @@ from typing import Iterator
 
 import numpy as np
 
-from .engine import DEFAULT_MAX_MEMORY, _in_input_order, iter_windows, pair_rank
+from .engine import DEFAULT_MAX_MEMORY, assemble, iter_windows, pair_rank
 from .job import Job
 from .pairs import PairBatch
 
@@ -69,7 +69,7 @@ def in_input_order(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
         if size > bucket_bytes:
             break
     else:
-        yield _in_input_order(job, PairBatch.concat(held))
+        yield assemble(job, held)
         return
     n = len(job.rows)
     pairs = n * (n - 1) // 2 if job.triangle else n * len(job.cols)
