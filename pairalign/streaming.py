@@ -16,9 +16,9 @@ from typing import Iterator
 
 import numpy as np
 
-from .engine import DEFAULT_MAX_MEMORY, assemble, iter_windows, pair_rank
+from .engine import _NUMBA, DEFAULT_MAX_MEMORY, assemble, iter_windows, pair_rank
 from .job import Job
-from .pairs import PairBatch
+from .pairs import PairBatch, Placement
 
 #: Bytes of results held per pair, besides its operations (a rough measure).
 PAIR_BYTES = 64
@@ -63,13 +63,26 @@ def in_input_order(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
                            progress=progress, client=client, timings=timings)
     held: list[PairBatch] = []
     size = 0
+    # while the results fit, each window's pairs also go into place as it
+    # comes (overlapping the windows still running); past the budget, buckets
+    place = Placement(job.pairs) if PAIR_BYTES * job.pairs <= bucket_bytes else None
     for batch in windows:
         held.append(batch)
         size += batch.nbytes
         if size > bucket_bytes:
+            place = None
             break
+        if place is not None:
+            with _NUMBA:
+                place.add(batch, pair_rank(job, batch))
     else:
-        yield assemble(job, held)
+        if place is None:
+            yield assemble(job, held)
+        else:
+            held.clear()
+            with _NUMBA:
+                whole = place.finish()
+            yield whole
         return
     n = len(job.rows)
     pairs = n * (n - 1) // 2 if job.triangle else n * len(job.cols)

@@ -94,3 +94,19 @@ def test_placement_rebuilds_a_batch_from_shuffled_pieces(recs):
     got = place.finish()
     for name in ref.__dataclass_fields__:
         assert np.array_equal(getattr(ref, name), getattr(got, name)), name
+
+
+def test_overflow_after_placing_starts_goes_to_buckets(recs):
+    """A budget that holds every pair's columns but not the operations: pairs
+    start going into place, then the run turns to buckets, losing nothing."""
+    from pairalign.streaming import PAIR_BYTES
+
+    be, job = _job(recs, None, "global", make_scoring(recs.alphabet), True, "cpu", None, None)
+    ref = run_job(job, be)
+    budget = PAIR_BYTES * len(ref) + 1
+    assert budget < ref.nbytes  # the premise: operations overflow it
+    parts = list(in_input_order(job, be, bucket_bytes=budget, width=16))
+    assert len(parts) >= 2
+    got = PairBatch.concat(parts)
+    for name in ref.__dataclass_fields__:
+        assert np.array_equal(getattr(ref, name), getattr(got, name)), name
