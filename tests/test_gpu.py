@@ -72,6 +72,15 @@ def test_every_pair_on_a_warp(monkeypatch, mode, traceback):
     assert_same(cpu, gpu)
 
 
+@pytest.mark.parametrize("traceback", [True, False])
+def test_pinned_downloads(data_dir, monkeypatch, traceback):
+    """Results through one pinned buffer per window: the same as the CPU's."""
+    monkeypatch.setattr(gpu_backend, "PINNED_DOWNLOADS", True)
+    cpu, gpu = both(data_dir / "adeno_fiber.faa", mode="local", traceback=traceback,
+                    window=32)
+    assert_same(cpu, gpu)
+
+
 @pytest.mark.parametrize("mode", ["global", "semiglobal", "local"])
 def test_dna_genes(data_dir, mode):
     recs = pairalign.read_sequences(data_dir / "genes_CP040672.fna")

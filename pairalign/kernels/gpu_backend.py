@@ -25,6 +25,10 @@ DEPTH = 4
 WIDE_STEPS: int | None = 1 << 11
 #: The same for score-only runs.
 WIDE_STEPS_SCORE_ONLY: int | None = 1 << 11
+#: Results come back through one pinned buffer per window (asynchronous copies,
+#: one wait) instead of one synchronous copy per array. Off until measured on a
+#: device (benchmarks/NOTES.md, v6); tests/test_gpu.py runs it.
+PINNED_DOWNLOADS = False
 #: Widest window: 16M pairs, whose index and result arrays take ~0.6 GB.
 MAX_WIDTH = 4096
 NEG = {np.dtype(np.int16): -16384, np.dtype(np.int32): -(1 << 30)}
@@ -51,8 +55,10 @@ class GPUBackend:
 
     def __init__(self, devices=None) -> None:
         import cupy as cp
+        import cupyx
 
         self.cp = cp
+        self.cupyx = cupyx
         self.devices = list(devices) if devices else [0]
         self.device = cp.cuda.Device(self.devices[0])
         self._modules: dict = {}
@@ -137,6 +143,24 @@ class GPUBackend:
             except TypeError:  # a CuPy without stream priorities
                 self._hp = cp.cuda.Stream(non_blocking=True)
         return self._hp
+
+    def _download(self, arrays: list) -> list[np.ndarray]:
+        """Device arrays to host arrays: asynchronous copies on the host stream
+        into one pinned buffer (from CuPy's pinned pool, back in it once copied
+        out), one wait, then plain numpy copies, so that no pinned memory
+        outlives the call however large the results grow."""
+        cp = self.cp
+        arrays = [cp.ascontiguousarray(a) for a in arrays]
+        starts = np.zeros(len(arrays) + 1, np.int64)
+        np.cumsum([-(-a.nbytes // 16) * 16 for a in arrays], out=starts[1:])
+        stream = self._host_stream()
+        buf = self.cupyx.empty_pinned(int(starts[-1]), np.uint8)
+        for a, s in zip(arrays, starts):
+            if a.nbytes:
+                cp.cuda.runtime.memcpyAsync(buf.ctypes.data + int(s), a.data.ptr, a.nbytes,
+                                            cp.cuda.runtime.memcpyDeviceToHost, stream.ptr)
+        stream.synchronize()
+        return [buf[s:s + a.nbytes].view(a.dtype).copy() for a, s in zip(arrays, starts)]
 
     def _add(self, key: str, value: float) -> None:
         self.timings[key] = self.timings.get(key, 0.0) + value
@@ -339,20 +363,29 @@ class GPUBackend:
                 gather = _ranges(h["off"][:-1], counts, xp=cp)
                 offs = cp.zeros(npairs + 1, cp.int64)
                 cp.cumsum(counts, out=offs[1:])
-                code_h, len_h = h["code"][gather].get(), h["len"][gather].get()
-                offs_h = offs.get()
-                qb_h, tb_h = h["qb"].get(), h["tb"].get()
-                ident_h, alen_h = h["ident"].get(), h["alen"].get()
+                code, length = h["code"][gather], h["len"][gather]
+            names = ["rows", "cols", "score", "ei", "ej"]
+            if job.traceback:
+                names += ["qb", "tb", "ident", "alen"]
+            arrays = [h[k] for k in names]
+            if job.traceback:
+                arrays += [offs, code, length]
+            if PINNED_DOWNLOADS:
+                got = self._download(arrays)
+            else:
+                got = [a.get() for a in arrays]
+            if job.traceback:
+                qb_h, tb_h, ident_h, alen_h, offs_h, code_h, len_h = got[5:]
             else:
                 qb_h = tb_h = ident_h = alen_h = np.full(npairs, -1, np.int32)
                 offs_h = np.zeros(npairs + 1, np.int64)
                 code_h, len_h = np.zeros(0, np.uint8), np.zeros(0, np.int32)
-            batch = PairBatch(query=h["rows"].get().astype(np.int64),
-                              target=h["cols"].get().astype(np.int64) - h["col_base"],
-                              score=h["score"].get(), query_begin=qb_h,
-                              query_end=h["ei"].get(), target_begin=tb_h,
-                              target_end=h["ej"].get(), identities=ident_h, length=alen_h,
-                              op_offsets=offs_h, op_code=code_h, op_len=len_h)
+            batch = PairBatch(query=got[0].astype(np.int64),
+                              target=got[1].astype(np.int64) - h["col_base"],
+                              score=got[2], query_begin=qb_h, query_end=got[3],
+                              target_begin=tb_h, target_end=got[4], identities=ident_h,
+                              length=alen_h, op_offsets=offs_h, op_code=code_h,
+                              op_len=len_h)
         ev = h["ev"]
         self._add("download", time.perf_counter() - t_host)
         self._add("setup", cp.cuda.get_elapsed_time(ev[3], ev[0]) / 1e3)
