@@ -5,6 +5,8 @@ runs the GPU tests and this). Cells are counted as in DESIGN.md: the sum over
 aligned pairs of len_i * len_j. Kernel time is measured with CUDA events around
 the fill and traceback kernels; end-to-end time runs from FASTA read to results
 in host memory (pairs in input order), with numba and NVRTC warmed up first.
+Then the command line on the proteome (with traceback, TSV to a file), three
+times, and the profile of a fourth run (start-up, numba cache loads, writing).
 """
 
 from __future__ import annotations
@@ -72,6 +74,43 @@ def parasail_gcups(seqs, traceback, cores, pairs_per_core=3000):
     return sum(c for c, _ in res) / max(t for _, t in res) / 1e9
 
 
+CLI_PROFILE = """
+import cProfile, pstats, runpy, sys
+sys.argv = ["pairalign", *sys.argv[1:]]
+prof = cProfile.Profile()
+prof.enable()
+try:
+    runpy.run_module("pairalign", run_name="__main__")
+except SystemExit:
+    pass
+prof.disable()
+pstats.Stats(prof).sort_stats("cumtime").print_stats(
+    "iter_all|in_input_order|write_tsv|fsync|_compile_for_args|load_overload|"
+    "_compile_with_cache|read_sequences|to_input|finish")
+"""
+
+
+def cli_times(path, runs=3):
+    """Wall seconds of the command line on ``path`` (with traceback, TSV to a
+    file), ``runs`` times, then the profile of one more run."""
+    import subprocess
+    import sys
+    import tempfile
+
+    args = ["all-vs-all", str(path), "--backend", "gpu"]
+    walls = []
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "p.tsv")
+        for _ in range(runs):
+            t = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "pairalign", *args, "-o", out], check=True)
+            walls.append(time.perf_counter() - t)
+        prof = subprocess.run([sys.executable, "-c", CLI_PROFILE, *args, "-o", out],
+                              capture_output=True, text=True)
+    lines = [ln for ln in prof.stdout.splitlines() if ln.strip()]
+    return walls, lines[:30]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--cells", type=float, default=1e12, help="cells of the scaled workload")
@@ -128,6 +167,11 @@ def main() -> None:
                 k = tim.get("fill", 0)
                 rows.append((f"scaled n={n}", mode, False, cells, wall, cells / wall / 1e9,
                              cells / k / 1e9))
+
+    walls, profile = cli_times(path)
+    print("command line, proteome with traceback to TSV: "
+          + ", ".join(f"{w:.2f} s" for w in walls), flush=True)
+    print("\n".join(profile), flush=True)
 
     cores = os.cpu_count() or 1
     ps = {}
