@@ -12,10 +12,11 @@
 // traceback word. E and F are kept as E + go and F + go, so that each takes one
 // DPX instruction: E'[i][j] = max(H[i][j-1], E'[i][j-1] - ge).
 //
-// One launch of `fill` holds two kinds of pairs, the wide ones first (wide pairs
-// need a matrix of at most 24 letters with scores that fit a signed byte):
+// A window's pairs are of two kinds, the wide ones first (wide pairs need a
+// matrix of at most 24 letters with scores that fit a signed byte); the host
+// launches `fill` on the wide blocks, then on the narrow ones (block0):
 //
-// - wide pairs (the longest), one warp each: lane l fills stripe 32 b + l of
+// - wide pairs (all but the smallest), one warp each: lane l fills stripe 32 b + l of
 //   band b, one column behind lane l - 1, which hands it the H and F of the row
 //   above through a shuffle. A pair's critical path is 32 times shorter than on
 //   one thread, so the longest pairs no longer hold up the end of a launch. Word

@@ -20,8 +20,9 @@ THREADS = 256
 DEPTH = 4
 #: Pairs of at least this many column steps (8 rows each) on one thread are
 #: "wide": one warp each. With all but the smallest pairs on warps, no launch
-#: waits on its longest pairs (proteome all-vs-all on the H100: 2.6 to 1.3 s with
-#: traceback, 0.95 to 0.56 s without; benchmarks/NOTES.md, v6). None: none wide.
+#: waits on its longest pairs, and the warp path is the faster per cell
+#: (proteome all-vs-all in process on the H100: 2.36 to 1.13 s with traceback,
+#: 0.79 to 0.41 s without; benchmarks/NOTES.md, v6). None: none wide.
 WIDE_STEPS: int | None = 1 << 11
 #: The same for score-only runs.
 WIDE_STEPS_SCORE_ONLY: int | None = 1 << 11
