@@ -19,6 +19,7 @@ from workloads import DATA, sampled_proteins  # noqa: E402
 import pairalign  # noqa: E402
 from pairalign.engine import run_job  # noqa: E402
 from pairalign.job import Job, SortedSet  # noqa: E402
+from pairalign.kernels import gpu_backend  # noqa: E402
 from pairalign.kernels.gpu_backend import GPUBackend  # noqa: E402
 from pairalign.scoring import Scoring  # noqa: E402
 
@@ -27,7 +28,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--cells", type=float, default=0, help="0: the proteome")
     ap.add_argument("--traceback", action="store_true")
+    ap.add_argument("--pinned", action="store_true", help="downloads through pinned memory")
     args = ap.parse_args()
+    gpu_backend.PINNED_DOWNLOADS = args.pinned
     seqs = (sampled_proteins(args.cells) if args.cells else
             pairalign.read_sequences(DATA / "proteome_HG003687.faa").sequences)
     be = GPUBackend()
