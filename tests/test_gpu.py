@@ -72,10 +72,12 @@ def test_every_pair_on_a_warp(monkeypatch, mode, traceback):
     assert_same(cpu, gpu)
 
 
+@pytest.mark.parametrize("pinned", [True, False])
 @pytest.mark.parametrize("traceback", [True, False])
-def test_pinned_downloads(data_dir, monkeypatch, traceback):
-    """Results through one pinned buffer per window: the same as the CPU's."""
-    monkeypatch.setattr(gpu_backend, "PINNED_DOWNLOADS", True)
+def test_downloads_pinned_or_not(data_dir, monkeypatch, traceback, pinned):
+    """Results through one pinned buffer per window, or array by array: the
+    same as the CPU's."""
+    monkeypatch.setattr(gpu_backend, "PINNED_DOWNLOADS", pinned)
     cpu, gpu = both(data_dir / "adeno_fiber.faa", mode="local", traceback=traceback,
                     window=32)
     assert_same(cpu, gpu)
