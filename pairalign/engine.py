@@ -127,13 +127,8 @@ def window_width(job: Job, backend: Backend, max_memory: int,
 
 def to_input(job: Job, batch: PairBatch) -> PairBatch:
     """Map sorted positions to input indices; all-vs-all pairs seen from the lower index."""
-    q = job.rows.order[batch.query]
-    t = job.col_set.order[batch.target]
-    batch = PairBatch(**{**batch.__dict__, "query": q, "target": t})
-    if job.triangle:
-        with _NUMBA:
-            batch = batch.swapped(q > t)
-    return batch
+    with _NUMBA:
+        return batch.oriented(job.rows.order, job.col_set.order, job.triangle)
 
 
 def pair_rank(job: Job, batch: PairBatch) -> np.ndarray:
@@ -161,6 +156,11 @@ def _in_input_order(job: Job, batch: PairBatch) -> PairBatch:
         return batch.take(order)
 
 
+def placement(job: Job) -> Placement:
+    """An empty :class:`~pairalign.pairs.Placement` for the pairs of ``job``."""
+    return Placement(len(job.rows), None if job.triangle else len(job.cols))
+
+
 def assemble(job: Job, batches: Iterable[PairBatch], spent: dict | None = None) -> PairBatch:
     """Every pair of ``job`` in input order, from batches (input indices, as
     :func:`iter_windows` yields them) that hold each pair once.
@@ -169,12 +169,12 @@ def assemble(job: Job, batches: Iterable[PairBatch], spent: dict | None = None) 
     run; the operations once all are in. ``spent`` receives ``order`` (seconds
     spent placing) and ``finish`` (the clock when the last batch came).
     """
-    place = Placement(job.pairs)
+    place = placement(job)
     placing = 0.0
     for batch in batches:
         t = time.perf_counter()
         with _NUMBA:
-            place.add(batch, pair_rank(job, batch))
+            place.add(batch)
         placing += time.perf_counter() - t
     finish = time.perf_counter()
     with _NUMBA:

@@ -83,20 +83,23 @@ class PairBatch:
                      self.op_len, code, length)
         return PairBatch(**cols, op_offsets=offsets, op_code=code, op_len=length)
 
-    def swapped(self, mask: np.ndarray) -> "PairBatch":
-        """Pairs under ``mask`` seen from the other side: query and target exchanged."""
-        mask = np.asarray(mask, dtype=bool)
-        if not mask.any():
-            return self
-        pairs = {}
-        for a, b in (("query", "target"), ("query_begin", "target_begin"),
-                     ("query_end", "target_end")):
-            x, y = getattr(self, a), getattr(self, b)
-            pairs[a], pairs[b] = np.empty_like(x), np.empty_like(y)
-            _exchange(mask, x, y, pairs[a], pairs[b])
-        code = self.op_code.copy()
-        _swap_ins_del(self.op_offsets, mask, code)
-        return replace(self, **pairs, op_code=code)
+    def oriented(self, row_order: np.ndarray, col_order: np.ndarray,
+                 triangle: bool) -> "PairBatch":
+        """The pairs with query and target mapped through ``row_order`` and
+        ``col_order``; with ``triangle``, a pair whose query maps above its
+        target is seen from the other side (query and target, their begins and
+        ends exchanged, insertions and deletions swapped). One parallel pass."""
+        n = len(self)
+        out = {name: np.empty(n, getattr(self, name).dtype)
+               for name in ("query_begin", "query_end", "target_begin", "target_end")}
+        query = np.empty(n, row_order.dtype)
+        target = np.empty(n, col_order.dtype)
+        code = np.empty_like(self.op_code)
+        _orient(row_order, col_order, triangle, self.query, self.target, self.query_begin,
+                self.query_end, self.target_begin, self.target_end, self.op_offsets,
+                self.op_code, query, target, out["query_begin"], out["query_end"],
+                out["target_begin"], out["target_end"], code)
+        return replace(self, query=query, target=target, **out, op_code=code)
 
     def save(self, path) -> None:
         """Write every array to an ``.npz`` file (see :meth:`load`)."""
@@ -118,26 +121,33 @@ class PairBatch:
 
 
 class Placement:
-    """One batch built from several, each pair put at a given position.
+    """One batch in input order built from several, each pair put at its rank.
 
-    Columns are placed as batches arrive; operations once all are in (their
-    offsets follow from every pair's count). Every position from 0 to ``total
-    - 1`` must be given exactly once. Numba-parallel: hold the caller's guard
-    where worker threads run numba too.
+    The pairs are those of ``rows`` queries against ``cols`` targets (row-major
+    rank ``q * cols + t``), or with ``cols`` None the pairs ``q < t`` of ``rows``
+    sequences (upper triangle, row-major). Columns are placed as batches arrive
+    (one parallel pass each, the GIL released); operations once all are in
+    (their offsets follow from every pair's count). Every pair must come
+    exactly once. Numba-parallel: hold the caller's guard where worker threads
+    run numba too.
     """
 
-    def __init__(self, total: int) -> None:
+    def __init__(self, rows: int, cols: int | None = None) -> None:
+        self.n = rows
+        self.triangle = cols is None
+        self.ncols = rows if cols is None else cols
+        total = rows * (rows - 1) // 2 if cols is None else rows * cols
         template = PairBatch.empty()
         self.cols = {name: np.empty(total, getattr(template, name).dtype) for name in _COLUMNS}
         self.counts = np.zeros(total, np.int64)
         self.ops: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
 
-    def add(self, batch: PairBatch, pos: np.ndarray) -> None:
-        """Put ``batch``'s pair ``k`` at position ``pos[k]``."""
-        pos = np.asarray(pos, np.int64)
-        for name in _COLUMNS:
-            _scatter(getattr(batch, name), pos, self.cols[name])
-        self.counts[pos] = batch.n_ops
+    def add(self, batch: PairBatch) -> None:
+        """Put ``batch``'s pairs (input indices) in place."""
+        pos = np.empty(len(batch), np.int64)
+        c = self.cols
+        _place(self.n, self.ncols, self.triangle, *(getattr(batch, k) for k in _COLUMNS),
+               batch.op_offsets, *(c[k] for k in _COLUMNS), self.counts, pos)
         if len(batch.op_code):
             self.ops.append((pos, batch.op_offsets, batch.op_code, batch.op_len))
 
@@ -152,14 +162,27 @@ class Placement:
         return PairBatch(**self.cols, op_offsets=offsets, op_code=code, op_len=length)
 
 
-@njit(cache=True, parallel=True, boundscheck=False)
-def _scatter(src, pos, out):
-    """``out[pos[k]] = src[k]``, in parallel."""
-    for k in prange(pos.shape[0]):
-        out[pos[k]] = src[k]
+@njit(cache=True, parallel=True, nogil=True, boundscheck=False)
+def _place(n, ncols, triangle, q, t, score, qb, qe, tb, te, ident, length, op_off,
+           o_q, o_t, o_score, o_qb, o_qe, o_tb, o_te, o_ident, o_length, counts, pos):
+    for k in prange(q.shape[0]):
+        a = q[k]
+        b = t[k]
+        p = a * (2 * n - a - 1) // 2 + (b - a - 1) if triangle else a * ncols + b
+        pos[k] = p
+        o_q[p] = a
+        o_t[p] = b
+        o_score[p] = score[k]
+        o_qb[p] = qb[k]
+        o_qe[p] = qe[k]
+        o_tb[p] = tb[k]
+        o_te[p] = te[k]
+        o_ident[p] = ident[k]
+        o_length[p] = length[k]
+        counts[p] = op_off[k + 1] - op_off[k]
 
 
-@njit(cache=True, parallel=True, boundscheck=False)
+@njit(cache=True, parallel=True, nogil=True, boundscheck=False)
 def _scatter_runs(src_off, pos, dst_off, src_code, src_len, dst_code, dst_len):
     for k in prange(pos.shape[0]):
         s = src_off[k]
@@ -176,28 +199,26 @@ def _gather(src, index, out):
         out[k] = src[index[k]]
 
 
-@njit(cache=True, parallel=True, boundscheck=False)
-def _exchange(mask, x, y, out_x, out_y):
-    """``out_x, out_y = y, x`` where ``mask``, else ``x, y``; in parallel."""
-    for k in prange(mask.shape[0]):
-        if mask[k]:
-            out_x[k] = y[k]
-            out_y[k] = x[k]
+@njit(cache=True, parallel=True, nogil=True, boundscheck=False)
+def _orient(row_order, col_order, triangle, q, t, qb, qe, tb, te, op_off, code,
+            out_q, out_t, out_qb, out_qe, out_tb, out_te, out_code):
+    for k in prange(q.shape[0]):
+        a = row_order[q[k]]
+        b = col_order[t[k]]
+        flip = triangle and a > b
+        if flip:
+            out_q[k], out_t[k] = b, a
+            out_qb[k], out_qe[k], out_tb[k], out_te[k] = tb[k], te[k], qb[k], qe[k]
         else:
-            out_x[k] = x[k]
-            out_y[k] = y[k]
-
-
-@njit(cache=True, parallel=True, boundscheck=False)
-def _swap_ins_del(offsets, mask, code):
-    """Exchange insertions and deletions in the operations of the pairs under ``mask``."""
-    for p in prange(mask.shape[0]):
-        if mask[p]:
-            for k in range(offsets[p], offsets[p + 1]):
-                if code[k] == OP_INS:
-                    code[k] = OP_DEL
-                elif code[k] == OP_DEL:
-                    code[k] = OP_INS
+            out_q[k], out_t[k] = a, b
+            out_qb[k], out_qe[k], out_tb[k], out_te[k] = qb[k], qe[k], tb[k], te[k]
+        for x in range(op_off[k], op_off[k + 1]):
+            c = code[x]
+            if flip and c == OP_INS:
+                c = OP_DEL
+            elif flip and c == OP_DEL:
+                c = OP_INS
+            out_code[x] = c
 
 
 @njit(cache=True, parallel=True, boundscheck=False)

@@ -16,9 +16,10 @@ from typing import Iterator
 
 import numpy as np
 
-from .engine import _NUMBA, DEFAULT_MAX_MEMORY, assemble, iter_windows, pair_rank
+from .engine import (_NUMBA, DEFAULT_MAX_MEMORY, assemble, iter_windows, pair_rank,
+                     placement)
 from .job import Job
-from .pairs import PairBatch, Placement
+from .pairs import PairBatch
 
 #: Bytes of results held per pair, besides its operations (a rough measure).
 PAIR_BYTES = 64
@@ -65,7 +66,7 @@ def in_input_order(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
     size = 0
     # while the results fit, each window's pairs also go into place as it
     # comes (overlapping the windows still running); past the budget, buckets
-    place = Placement(job.pairs) if PAIR_BYTES * job.pairs <= bucket_bytes else None
+    place = placement(job) if PAIR_BYTES * job.pairs <= bucket_bytes else None
     for batch in windows:
         held.append(batch)
         size += batch.nbytes
@@ -74,7 +75,7 @@ def in_input_order(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
             break
         if place is not None:
             with _NUMBA:
-                place.add(batch, pair_rank(job, batch))
+                place.add(batch)
     else:
         if place is None:
             yield assemble(job, held)

@@ -81,16 +81,16 @@ def test_iter_all_reports_predicted_and_measured(recs):
 
 def test_placement_rebuilds_a_batch_from_shuffled_pieces(recs):
     """Pieces of a batch, shuffled and cut anywhere, placed back by position."""
-    from pairalign.pairs import Placement
+    from pairalign.engine import placement
 
     be, job = _job(recs, None, "local", make_scoring(recs.alphabet), True, "cpu", None, None)
     ref = run_job(job, be)
     rng = np.random.default_rng(5)
     perm = rng.permutation(len(ref))
     cuts = np.sort(rng.choice(np.arange(1, len(ref)), 6, replace=False))
-    place = Placement(len(ref))
+    place = placement(job)
     for piece in np.split(perm, cuts):
-        place.add(ref.take(piece), piece)
+        place.add(ref.take(piece))
     got = place.finish()
     for name in ref.__dataclass_fields__:
         assert np.array_equal(getattr(ref, name), getattr(got, name)), name
