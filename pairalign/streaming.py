@@ -29,12 +29,10 @@ OP_BYTES = 5
 
 def estimated_bytes(job: Job) -> int:
     """A generous estimate of the host bytes of all results of ``job``."""
-    n = len(job.rows)
-    pairs = n * (n - 1) // 2 if job.triangle else n * len(job.cols)
     per_pair = PAIR_BYTES
     if job.traceback:  # runs are bounded by the shorter length, often far fewer
         per_pair += OP_BYTES * int(min(job.rows.lengths.mean(), job.col_set.lengths.mean()))
-    return pairs * per_pair
+    return job.pairs * per_pair
 
 
 def in_input_order(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
@@ -85,10 +83,8 @@ def in_input_order(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
                 whole = place.finish()
             yield whole
         return
-    n = len(job.rows)
-    pairs = n * (n - 1) // 2 if job.triangle else n * len(job.cols)
     buckets = max(2, -(-max(estimated_bytes(job), size) // bucket_bytes))
-    span = -(-pairs // buckets)  # ranks per bucket
+    span = -(-job.pairs // buckets)  # ranks per bucket
     with tempfile.TemporaryDirectory(prefix="pairalign-", dir=spill_dir) as tmp:
         pieces: list[list[Path]] = [[] for _ in range(buckets)]
         for batch in itertools.chain(held, windows):
