@@ -139,13 +139,20 @@ class Scoring:
 
     def score_bound(self, n: int, m: int) -> int:
         """An upper bound on ``|H|`` for any cell of an ``n x m`` alignment."""
-        return (self.max_abs_score * min(n, m) + 2 * self.gap_open
+        shorter = np.minimum(n, m) if hasattr(n, "shape") else min(n, m)
+        return (self.max_abs_score * shorter + 2 * self.gap_open
                 + self.gap_extend * (n + m))
+
+    def fits_int16(self, n, m):
+        """Whether every score of ``n x m`` alignments fits 16 bits (with room for
+        a gap more); ``n`` and ``m`` may be integers or NumPy / CuPy arrays."""
+        bound = self.score_bound(n, m) + self.gap_open + self.gap_extend
+        return (bound < INT16_LIMIT) & (n < INT16_LIMIT) & (m < INT16_LIMIT)
 
     def score_dtype(self, n: int, m: int) -> np.dtype:
         """int16 where every score of an ``n x m`` alignment fits, else int32."""
         bound = self.score_bound(n, m) + self.gap_open + self.gap_extend
-        if bound < INT16_LIMIT and max(n, m) < INT16_LIMIT:
+        if self.fits_int16(n, m):
             return np.dtype(np.int16)
         if bound < INT32_LIMIT:
             return np.dtype(np.int32)

@@ -6,11 +6,19 @@ import numpy as np
 import pytest
 
 import pairalign
+from pairalign import engine
 from pairalign.backends import gpu_available
 from pairalign.kernels import gpu_backend
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not gpu_available(), reason="CuPy sees no CUDA device")]
+
+@pytest.fixture(autouse=True)
+def no_cpu_fallback(monkeypatch):
+    """A window that fails on the GPU would otherwise be retried on the CPU, and
+    the comparison would pass on the CPU's results: here it fails the test."""
+    monkeypatch.setattr(engine, "_default_fallback", lambda first: None)
+
 
 FIELDS = ("query", "target", "score", "query_begin", "query_end", "target_begin",
           "target_end", "identities", "length", "op_offsets", "op_code", "op_len")
@@ -56,12 +64,15 @@ def test_proteome_subset_with_long(data_dir, monkeypatch, mode, narrow_only, tra
 
 
 @pytest.mark.parametrize("mode", ["global", "semiglobal", "local"])
-@pytest.mark.parametrize("traceback", [True, False])
-def test_every_pair_on_a_warp(monkeypatch, mode, traceback):
+@pytest.mark.parametrize("traceback,packed", [(True, False), (False, False), (False, True)])
+def test_every_pair_on_a_warp(monkeypatch, mode, traceback, packed):
     """The warp-per-pair kernel on every pair: bands of 1 to 32 stripes, partial
-    last stripes and bands, targets shorter and longer than a band's 32 steps."""
+    last stripes and bands, targets shorter and longer than a band's 32 steps;
+    score-only also two pairs per warp in 16-bit halves (targets of unequal
+    lengths side by side)."""
     monkeypatch.setattr(gpu_backend, "WIDE_STEPS", 0)
     monkeypatch.setattr(gpu_backend, "WIDE_STEPS_SCORE_ONLY", 0)
+    monkeypatch.setattr(gpu_backend, "PACKED", packed)
     rng = np.random.default_rng(11)
     letters = np.array(list("ACDEFGHIKLMNPQRSTVWYX"))
     lengths = np.concatenate([[1, 2, 7, 8, 9, 33, 255, 256, 257, 600], rng.integers(1, 700, 20)])
@@ -84,16 +95,20 @@ def test_downloads_pinned_or_not(data_dir, monkeypatch, traceback, pinned):
 
 
 @pytest.mark.parametrize("mode", ["global", "semiglobal", "local"])
-def test_dna_genes(data_dir, mode):
+@pytest.mark.parametrize("traceback", [True, False])
+def test_dna_genes(data_dir, mode, traceback):
     recs = pairalign.read_sequences(data_dir / "genes_CP040672.fna")
-    cpu, gpu = both(recs.sequences[:40], mode=mode)
+    cpu, gpu = both(recs.sequences[:40], mode=mode, traceback=traceback)
     assert_same(cpu, gpu)
 
 
 @pytest.mark.parametrize("matrix,go,ge", [("BLOSUM45", 15, 2), ("PAM250", 10, 1),
                                           ("BLOSUM80", 0, 0), ("BLOSUM62", 40, 40)])
 @pytest.mark.parametrize("mode", ["global", "semiglobal", "local"])
-def test_random_lengths_and_scoring(mode, matrix, go, ge):
+@pytest.mark.parametrize("traceback", [True, False])
+def test_random_lengths_and_scoring(mode, matrix, go, ge, traceback):
+    """Ragged windows, several matrices and gaps; score-only, pairs whose scores
+    fit 16 bits run two per warp beside those that do not (40/40 gaps)."""
     rng = np.random.default_rng(hash((mode, matrix, go)) % 2**32)
     letters = np.array(list("ACDEFGHIKLMNPQRSTVWYX"))
     lengths = np.concatenate([[1, 1, 2, 3, 3000, 1500], rng.integers(1, 400, 31)])
@@ -103,7 +118,8 @@ def test_random_lengths_and_scoring(mode, matrix, go, ge):
         s = base[:n] if k % 3 == 0 else "".join(rng.choice(letters, n))
         seqs.append(s)
     # 37 sequences and window 16: ragged last blocks
-    cpu, gpu = both(seqs, mode=mode, matrix=matrix, gap_open=go, gap_extend=ge, window=16)
+    cpu, gpu = both(seqs, mode=mode, matrix=matrix, gap_open=go, gap_extend=ge, window=16,
+                    traceback=traceback)
     assert_same(cpu, gpu)
 
 
@@ -112,4 +128,16 @@ def test_query_target_rectangle(data_dir):
     q, t = recs.sequences[:20], recs.sequences[20:90]
     cpu = pairalign.align_many(q, t, backend="cpu", mode="semiglobal")
     gpu = pairalign.align_many(q, t, backend="gpu", mode="semiglobal")
+    assert_same(cpu, gpu)
+
+
+@pytest.mark.parametrize("mode", ["global", "semiglobal", "local"])
+def test_packed_near_16_bit_limit(monkeypatch, mode):
+    """Two pairs per warp in 16-bit halves with scores close to the 16-bit bound
+    (12,650 of poly-W) beside a shorter target: exact, as on the CPU."""
+    monkeypatch.setattr(gpu_backend, "WIDE_STEPS_SCORE_ONLY", 0)
+    w = "W" * 1150
+    seqs = [w, w, "W" * 575 + "C" * 575, "C" * 1100, "W" * 700, "CW" * 300]
+    cpu, gpu = both(seqs, mode=mode, traceback=False)
+    assert gpu.scores[0, 1] == 12650
     assert_same(cpu, gpu)

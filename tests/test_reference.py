@@ -448,6 +448,18 @@ def test_int16_near_limit(mode, parasail_ref, check_result):
     check_result(res)
 
 
+def test_fits_int16_on_arrays():
+    """The vectorised 16-bit check (the GPU's per-pair choice) agrees with the
+    scalar one that picks a window's score type."""
+    rng = np.random.default_rng(5)
+    n, m = rng.integers(1, 4000, 500), rng.integers(1, 4000, 500)
+    for go, ge in ((11, 1), (40, 40), (0, 0)):
+        sc = Scoring.create("protein", gap_open=go, gap_extend=ge)
+        want = [sc.score_dtype(int(a), int(b)) == np.int16 for a, b in zip(n, m)]
+        assert sc.fits_int16(n, m).tolist() == want
+        assert any(want) or go == 40
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_int32_long_identical(mode, parasail_ref, check_result):
     """Two identical 3,000-residue proteins (and poly-W, score 33,000 > 2^15)

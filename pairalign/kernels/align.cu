@@ -30,6 +30,9 @@
 //   words sized by its own longest pair, word (stripe, j) of lane l at
 //   off[nwide + warp] + (stripe * warp_m + j - 1) * 32 + l.
 //
+// - packed pairs (score only, wide, scores within 16 bits): two pairs of one
+//   query per warp, launched first on their own (fill2, see fill_pack).
+//
 // SCORE, the type of the stored boundary row, is int, or short where every score
 // fits (the host checks the bound): half the bytes moved per stripe.
 
@@ -265,6 +268,207 @@ __device__ __forceinline__ void fill_warp(
     }
 }
 
+// Two pairs of one query, one warp, each register holding a cell of both in its
+// signed 16-bit halves (low: pair p, high: pair p + 1): the wide path's
+// wavefront with every instruction doing two cells. Score only, for pairs whose
+// scores fit 16 bits over the query and the longer target (the host checks);
+// the shorter target's columns past its end score a profile entry of -128,
+// and since no cell depends on a column to its right they change nothing of
+// its own cells. The band's top row holds both pairs' H and F in one word.
+__device__ __forceinline__ unsigned pack2(int v) { return ((unsigned)v & 0xffffu) * 0x10001u; }
+
+__device__ __forceinline__ int half(unsigned x, int k) {
+    return k ? (int)x >> 16 : (int)(x << 16) >> 16;
+}
+
+#define NEG16 (-16384)
+
+// Packed add and max in PTX (sm_90): the __vadd2 / __vmaxs2 builtins cost an
+// extra PRMT per use on nvcc 13.
+__device__ __forceinline__ unsigned add2(unsigned a, unsigned b) {
+    unsigned r;
+    asm("add.s16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+
+__device__ __forceinline__ unsigned max2(unsigned a, unsigned b) {
+    unsigned r;
+    asm("max.s16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+
+template <int mode>
+struct Stripe2 {
+    unsigned hl[STRIPE], el[STRIPE];
+
+    __device__ __forceinline__ void start(int i0, int go, int ge) {
+#pragma unroll
+        for (int r = 0; r < STRIPE; ++r) {
+            hl[r] = pack2((mode == GLOBAL) ? gap_boundary(i0 + r + 1, go, ge) : 0);
+            el[r] = pack2(NEG16);
+        }
+    }
+
+    // The stripe's cells of column j of both pairs (see Stripe::column).
+    __device__ __forceinline__ void column(const unsigned (&sub)[STRIPE], unsigned diag,
+                                           unsigned& hup, unsigned& fup, unsigned go2,
+                                           unsigned ge2) {
+#pragma unroll
+        for (int r = 0; r < STRIPE; ++r) {
+            const unsigned d = add2(diag, sub[r]);
+            const unsigned e = __viaddmax_s16x2(el[r], ge2, hl[r]);
+            const unsigned f = __viaddmax_s16x2(fup, ge2, hup);
+            const unsigned ef = max2(e, f);
+            const unsigned h = (mode == LOCAL) ? __viaddmax_s16x2_relu(ef, go2, d)
+                                               : __viaddmax_s16x2(ef, go2, d);
+            diag = hl[r];
+            hl[r] = h;
+            el[r] = e;
+            hup = h;
+            fup = f;
+        }
+    }
+
+    // The end cells of both pairs after column j (see Stripe::track). Local takes
+    // the column's maximum and a slow path only where a half reaches its pair's
+    // best (at least 1); floor holds max(best - 1, 0) of both pairs.
+    __device__ __forceinline__ void track(int i0, int j, int n, int m0, int m1,
+                                          unsigned& floor, int (&best)[2], int (&bi)[2],
+                                          int (&bj)[2]) const {
+        if (mode == LOCAL) {
+            const unsigned c2 = max2(__vimax3_s16x2(__vimax3_s16x2(hl[0], hl[1], hl[2]),
+                                                       __vimax3_s16x2(hl[3], hl[4], hl[5]),
+                                                       hl[6]), hl[7]);
+            if (max2(c2, floor) != floor) {
+#pragma unroll
+                for (int k = 0; k < 2; ++k) {
+                    const int c = half(c2, k);
+                    if (c > best[k] || (c == best[k] && c > 0 && bi[k] > i0)) {
+                        int rf = STRIPE - 1;
+#pragma unroll
+                        for (int r = STRIPE - 2; r >= 0; --r) rf = (half(hl[r], k) == c) ? r : rf;
+                        const int i = i0 + rf + 1;
+                        if (c > best[k] || i < bi[k]) { best[k] = c; bi[k] = i; bj[k] = j; }
+                    }
+                }
+                floor = (((unsigned)max(best[1] - 1, 0)) << 16) | (unsigned)max(best[0] - 1, 0);
+            }
+        } else {
+            const bool last = i0 + STRIPE >= n;
+#pragma unroll
+            for (int k = 0; k < 2; ++k) {
+                const int mk = k ? m1 : m0;
+                if (j > mk) continue;
+                if (mode == SEMIGLOBAL) {
+                    if (last) {
+                        int x = half(hl[0], k);
+#pragma unroll
+                        for (int r = 1; r < STRIPE; ++r) x = (n - 1 - i0 == r) ? half(hl[r], k) : x;
+                        offer(x, n, j, best[k], bi[k], bj[k]);
+                    }
+                    if (j == mk) {
+#pragma unroll
+                        for (int r = 0; r < STRIPE; ++r)
+                            if (i0 + r + 1 < n) offer(half(hl[r], k), i0 + r + 1, mk, best[k], bi[k], bj[k]);
+                    }
+                } else if (last && j == mk) {
+                    int x = half(hl[0], k);
+#pragma unroll
+                    for (int r = 1; r < STRIPE; ++r) x = (n - 1 - i0 == r) ? half(hl[r], k) : x;
+                    best[k] = x; bi[k] = n; bj[k] = mk;
+                }
+            }
+        }
+    }
+};
+
+// One warp, two pairs of one query (see above); the profile has one more entry,
+// K, of -128 for the shorter target's columns past its end.
+template <int mode>
+__device__ __forceinline__ void fill_pack(
+     const int* matrix, int K, uint2* prof, const unsigned char* a, int n,
+     const unsigned char* b0, int m0, const unsigned char* b1, int m1, int go, int ge,
+     unsigned* top_h, unsigned* top_f, int lane, int (&best)[2], int (&bi)[2], int (&bj)[2])
+{
+    const int m = max(m0, m1);
+    for (int j = lane; j <= m; j += 32) {
+        top_h[j] = pack2(mode == GLOBAL ? gap_boundary(j, go, ge) : 0);
+        top_f[j] = pack2(NEG16);
+    }
+    const unsigned go2 = pack2(-go), ge2 = pack2(-ge);
+    unsigned floor = 0;
+    const int nstripes = (n + STRIPE - 1) / STRIPE;
+    Stripe2<mode> st;
+    for (int band = 0; band * 32 < nstripes; ++band) {
+        __syncwarp();
+        const int i0 = (band * 32 + lane) * STRIPE;
+        const int last = min(31, nstripes - 1 - band * 32);
+        st.start(i0, go, ge);
+        for (int t = 0; t <= K; ++t) {
+            unsigned w[2] = {0u, 0u};
+#pragma unroll
+            for (int r = 0; r < STRIPE; ++r) {
+                const int v = (t < K && i0 + r < n) ? matrix[a[i0 + r] * K + t] : -128;
+                w[r / 4] |= ((unsigned)v & 0xffu) << (8 * (r % 4));
+            }
+            prof[t * 32 + lane] = make_uint2(w[0], w[1]);
+        }
+        __syncwarp();
+        unsigned diag = pack2((mode == GLOBAL) ? gap_boundary(i0, go, ge) : 0);
+        unsigned out_h = 0, out_f = pack2(NEG16);
+        unsigned cur_h = 0, cur_f = pack2(NEG16), nxt_h = 0, nxt_f = pack2(NEG16);
+        if (lane + 1 <= m) { cur_h = top_h[lane + 1]; cur_f = top_f[lane + 1]; }
+        if (lane + 33 <= m) { nxt_h = top_h[lane + 33]; nxt_f = top_f[lane + 33]; }
+        const int steps = m + last;
+        for (int t = 0; t < steps; ++t) {
+            if (t > 0 && (t & 31) == 0) {
+                cur_h = nxt_h; cur_f = nxt_f;
+                const int k = t + 33 + lane;
+                if (k <= m) { nxt_h = top_h[k]; nxt_f = top_f[k]; }
+            }
+            unsigned hup = __shfl_up_sync(FULL, out_h, 1);
+            unsigned fup = __shfl_up_sync(FULL, out_f, 1);
+            const unsigned th = __shfl_sync(FULL, cur_h, t & 31);
+            const unsigned tf = __shfl_sync(FULL, cur_f, t & 31);
+            if (lane == 0) { hup = th; fup = tf; }
+            const int j = t - lane + 1;
+            if (j >= 1 && j <= m && lane <= last) {
+                const unsigned d0 = diag;
+                diag = hup;
+                const uint2 p0 = prof[(j <= m0 ? b0[j - 1] : K) * 32 + lane];
+                const uint2 p1 = prof[(j <= m1 ? b1[j - 1] : K) * 32 + lane];
+                // row r's two scores, each byte sign-extended into its half
+                unsigned sub[STRIPE];
+#pragma unroll
+                for (int r = 0; r < STRIPE; ++r) {
+                    const unsigned k = r % 4;
+                    const unsigned sel = k | ((k | 8u) << 4) | ((4u + k) << 8) | ((12u + k) << 12);
+                    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(sub[r])
+                        : "r"(r < 4 ? p0.x : p0.y), "r"(r < 4 ? p1.x : p1.y), "r"(sel));
+                }
+                st.column(sub, d0, hup, fup, go2, ge2);
+                st.track(i0, j, n, m0, m1, floor, best, bi, bj);
+                out_h = hup;
+                out_f = fup;
+                if (lane == last) { top_h[j] = hup; top_f[j] = fup; }
+            }
+        }
+    }
+}
+
+// The best (score, i, j) of a warp's lanes, in lane 0.
+__device__ __forceinline__ void warp_best(int& best, int& bi, int& bj) {
+#pragma unroll
+    for (int k = 16; k > 0; k >>= 1) {
+        const int ob = __shfl_down_sync(FULL, best, k);
+        const int oi = __shfl_down_sync(FULL, bi, k);
+        const int oj = __shfl_down_sync(FULL, bj, k);
+        if (ob > best || (ob == best && earlier(oi, oj, bi, bj))) {
+            best = ob; bi = oi; bj = oj;
+        }
+    }
+}
+
 template <int mode, bool want_tb>
 __global__ void __launch_bounds__(256, want_tb ? 3 : 4)
 fill(
@@ -296,15 +500,7 @@ fill(
         fill_warp<mode, want_tb>(matrix, K, prof, codes + qoff, n, codes + toff, m, go, ge, neg,
                                  bnd_h + boff[p], bnd_f + boff[p], tb + off[p], lane,
                                  best, bi, bj);
-#pragma unroll
-        for (int k = 16; k > 0; k >>= 1) {
-            const int ob = __shfl_down_sync(FULL, best, k);
-            const int oi = __shfl_down_sync(FULL, bi, k);
-            const int oj = __shfl_down_sync(FULL, bj, k);
-            if (ob > best || (ob == best && earlier(oi, oj, bi, bj))) {
-                best = ob; bi = oi; bj = oj;
-            }
-        }
+        warp_best(best, bi, bj);
         if (lane == 0) { out_score[p] = best; out_ei[p] = bi; out_ej[p] = bj; }
         return;
     }
@@ -328,6 +524,40 @@ fill(
     out_score[p] = best;
     out_ei[p] = bi;
     out_ej[p] = bj;
+}
+
+// Pairs 2c and 2c + 1 (one query) in warp c, score only (fill_pack), with the
+// buffers at boff[2c]; a launch of its own, so that its registers do not bound
+// those of fill.
+template <int mode>
+__global__ void __launch_bounds__(256, 4)
+fill2(
+     const unsigned char* __restrict__ codes, const long long* __restrict__ offsets,
+     const int* __restrict__ pair_row, const int* __restrict__ pair_col, const int npairs,
+     const int* __restrict__ matrix, const int K, const int go, const int ge, const int neg,
+     SCORE* __restrict__ bnd_h, SCORE* __restrict__ bnd_f, const long long* __restrict__ boff,
+     int* __restrict__ out_score, int* __restrict__ out_ei, int* __restrict__ out_ej)
+{
+    extern __shared__ int shared[];
+    const int p = 2 * (int)((blockIdx.x * blockDim.x + threadIdx.x) / 32);
+    const int lane = threadIdx.x % 32;
+    if (p >= npairs) return;  // the whole warp
+    const long long qoff = offsets[pair_row[p]];
+    const long long t0 = offsets[pair_col[p]], t1 = offsets[pair_col[p + 1]];
+    const int n = (int)(offsets[pair_row[p] + 1] - qoff);
+    const int m0 = (int)(offsets[pair_col[p] + 1] - t0);
+    const int m1 = (int)(offsets[pair_col[p + 1] + 1] - t1);
+    uint2* prof = reinterpret_cast<uint2*>(shared) + (threadIdx.x / 32) * (K + 1) * 32;
+    const int init = (mode == LOCAL) ? 0 : neg;
+    int best[2] = {init, init}, bi[2] = {0, 0}, bj[2] = {0, 0};
+    fill_pack<mode>(matrix, K, prof, codes + qoff, n, codes + t0, m0, codes + t1, m1, go, ge,
+                    reinterpret_cast<unsigned*>(bnd_h + boff[p]),
+                    reinterpret_cast<unsigned*>(bnd_f + boff[p]), lane, best, bi, bj);
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+        warp_best(best[k], bi[k], bj[k]);
+        if (lane == 0) { out_score[p + k] = best[k]; out_ei[p + k] = bi[k]; out_ej[p + k] = bj[k]; }
+    }
 }
 
 #define OP_MATCH 0

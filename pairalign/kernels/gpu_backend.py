@@ -26,10 +26,16 @@ DEPTH = 4
 WIDE_STEPS: int | None = 1 << 11
 #: The same for score-only runs.
 WIDE_STEPS_SCORE_ONLY: int | None = 1 << 11
+#: Score-only pairs on warps whose scores fit 16 bits run two at a time (one
+#: query, two targets) in the 16-bit halves of each register (``fill2``).
+PACKED = True
 #: Results come back through one pinned buffer per window (asynchronous copies,
 #: one wait) instead of one synchronous copy per array (proteome with traceback
 #: on the H100: downloads 0.29-0.33 to 0.26-0.27 s, wall within noise).
 PINNED_DOWNLOADS = True
+#: Extra preprocessor definitions for ``align.cu`` (in-process A/B of kernel
+#: variants: benchmarks/kernel_ab.py).
+DEFINES: tuple[str, ...] = ()
 #: Widest window: 16M pairs, whose index and result arrays take ~0.6 GB.
 MAX_WIDTH = 4096
 NEG = {np.dtype(np.int16): -16384, np.dtype(np.int32): -(1 << 30)}
@@ -66,6 +72,7 @@ class GPUBackend:
         self._bytes: dict = {}
         self._states: dict = {}
         self._hp = None
+        self._opted: set = set()
         self.timings: dict[str, float] = {}
 
     def describe(self) -> str:
@@ -73,18 +80,31 @@ class GPUBackend:
         return f"gpu {self.devices[0]} ({props['name'].decode()})"
 
     def _module(self, dtype: np.dtype):
-        mod = self._modules.get(dtype)
+        key = (dtype, DEFINES)
+        mod = self._modules.get(key)
         if mod is None:
             cp = self.cp
             src = resources.files("pairalign.kernels").joinpath("align.cu").read_text()
             cc = "".join(map(str, self.device.compute_capability))
             names = [f"fill<{m},{t}>" for m in range(3) for t in ("true", "false")]
-            names += [f"walk<{m}>" for m in range(3)]
+            names += [f"fill2<{m}>" for m in range(3)] + [f"walk<{m}>" for m in range(3)]
             mod = cp.RawModule(code=src, options=(f"-arch=sm_{cc}", "-std=c++17",
-                                                  f"-DSCORE={_CTYPE[dtype]}"),
+                                                  f"-DSCORE={_CTYPE[dtype]}",
+                                                  *(f"-D{d}" for d in DEFINES)),
                                name_expressions=names)
-            self._modules[dtype] = mod
+            self._modules[key] = mod
         return mod
+
+    def _function(self, mod, name: str, shared: int):
+        """A kernel of ``mod`` allowed ``shared`` bytes of dynamic shared memory
+        (beyond 48 KB a kernel must opt in)."""
+        fn = mod.get_function(name)
+        if shared > 48 * 1024:
+            key = (id(mod), name, shared)
+            if key not in self._opted:
+                fn.max_dynamic_shared_size_bytes = shared  # a cupy.RawKernel
+                self._opted.add(key)
+        return fn
 
     # memory ---------------------------------------------------------------
     def free_memory(self) -> int:
@@ -184,11 +204,24 @@ class GPUBackend:
         self._bytes = {}
         return state
 
-    def _pair_order(self, rows, n, m, wide):
-        """Launch order of a window's pairs (row-major on entry): the wide ones
-        first, then the narrow ones so that every warp of 32 holds one query and
-        32 neighbouring targets (lengths sorted, so alike): each row's narrow
-        pairs in whole warps, and what is left of the rows at the end, by length.
+    def _whole_groups(self, rows, picked, size: int):
+        """Of the pairs ``picked`` (indices, row-major), those that fill whole
+        groups of ``size`` within their row, and the rest."""
+        cp = self.cp
+        r = rows[picked]
+        first = cp.searchsorted(r, r, side="left")
+        pos = cp.arange(r.size, dtype=cp.int64) - first
+        count = cp.searchsorted(r, r, side="right") - first
+        whole = pos < count - count % size
+        return picked[whole], picked[~whole]
+
+    def _pair_order(self, rows, n, m, wide, packed=None):
+        """Launch order of a window's pairs (row-major on entry) and the number
+        packed: the packed ones first, two by two within a row (``fill2``), then
+        the other wide ones, then the narrow ones so that every warp of 32 holds
+        one query and 32 neighbouring targets (lengths sorted, so alike): each
+        row's narrow pairs in whole warps, and what is left of the rows at the
+        end, by length.
 
         A warp runs as long as its longest pair and its buffers are sized by it:
         a warp across two rows (the shortest targets of one, the longest of the
@@ -199,16 +232,19 @@ class GPUBackend:
             narrow = cp.arange(rows.size, dtype=cp.int64)
         else:
             narrow = cp.flatnonzero(~wide)
-        r = rows[narrow]
-        pos = cp.arange(r.size, dtype=cp.int64) - cp.searchsorted(r, r, side="left")
-        count = cp.searchsorted(r, r, side="right") - cp.searchsorted(r, r, side="left")
-        whole = pos < count - count % 32
-        rest = narrow[~whole]
+        grouped, rest = self._whole_groups(rows, narrow, 32)
         rest = rest[cp.argsort(-(m[rest] * (1 << 24) + n[rest]))]
-        parts = [narrow[whole], rest]
+        parts = [grouped, rest]
+        npack = 0
         if wide is not None:
-            parts.insert(0, cp.flatnonzero(wide))
-        return cp.concatenate(parts)
+            if packed is None:
+                parts.insert(0, cp.flatnonzero(wide))
+            else:
+                couples, single = self._whole_groups(rows, cp.flatnonzero(packed), 2)
+                others = cp.sort(cp.concatenate([cp.flatnonzero(wide & ~packed), single]))
+                parts[:0] = [couples, others]
+                npack = int(couples.size)
+        return cp.concatenate(parts), npack
 
     def _layout(self, job: Job, state: dict, w: Window):
         """Pairs of a window (on the device), wide ones first, and each one's share
@@ -226,17 +262,33 @@ class GPUBackend:
         m = state["lengths"][cols].astype(cp.int64)
         limit = WIDE_STEPS if job.traceback else WIDE_STEPS_SCORE_ONLY
         nwide = 0
-        wide = None
+        wide = packed = None
         if limit is not None and _profile_fits(job.scoring.matrix):
             wide = (n + STRIPE - 1) // STRIPE * m >= limit
             nwide = int(cp.count_nonzero(wide))
-        order = self._pair_order(rows, n, m, wide if nwide else None)
+            if PACKED and not job.traceback:
+                packed = wide & job.scoring.fits_int16(n, m)
+        order, npack = self._pair_order(rows, n, m, wide if nwide else None, packed)
+        if npack:
+            # columns are sorted, so a couple's first target is the longer and
+            # its fit was checked; should a caller's order differ, pack nothing
+            o = order[:npack]
+            longer = cp.maximum(m[o[0::2]], m[o[1::2]])
+            if not bool(job.scoring.fits_int16(n[o[0::2]], longer).all()):
+                order, npack = self._pair_order(rows, n, m, wide, None)
         rows, cols, n, m = rows[order], cols[order], n[order], m[order]
         npairs = int(rows.size)
         # wide pairs: bands of 32 stripes, each (m + 31) steps of 32 words
         bands = ((n[:nwide] + STRIPE - 1) // STRIPE + 31) // 32
         wide_tb = bands * (m[:nwide] + 31) * 32
         wide_bnd = m[:nwide] + 1
+        itemsize = job.score_dtype(w).itemsize
+        if npack:
+            # a couple's top row: both pairs in one 32-bit word per column, at
+            # its first pair's offset
+            longer = cp.maximum(m[:npack:2], m[1:npack:2])
+            wide_bnd[:npack:2] = (longer + 1) * (4 // itemsize)
+            wide_bnd[1:npack:2] = 0
         # narrow pairs: per warp of 32, sized by the warp's longest
         nn, mm = n[nwide:], m[nwide:]
         nwarps = -(-(npairs - nwide) // 32)
@@ -258,8 +310,7 @@ class GPUBackend:
             cp.cumsum(n + m, out=op_off[1:])
         totals = cp.stack([offs[-1], boffs[-1],
                            op_off[-1] if op_off is not None else offs[0]]).get()
-        itemsize = job.score_dtype(w).itemsize
-        layout = {"npairs": npairs, "nwide": nwide, "off": offs, "boff": boffs,
+        layout = {"npairs": npairs, "nwide": nwide, "npack": npack, "off": offs, "boff": boffs,
                   "warp_m": wm.astype(cp.int32), "tb_words": int(totals[0]),
                   "bnd": int(totals[1]), "ops": int(totals[2]), "op_off": op_off}
         layout["bytes"] = (4 * layout["tb_words"] + 2 * itemsize * layout["bnd"]
@@ -321,16 +372,26 @@ class GPUBackend:
                     cp.empty(npairs, cp.int32) for _ in range(5))
             h["ev"][0].record()
             tb_flag = "true" if job.traceback else "false"
-            fill = mod.get_function(f"fill<{job.mode_code},{tb_flag}>")
-            args = (state["codes"], state["offsets"], d_row, d_col, np.int32(npairs),
-                    np.int32(nwide), state["matrix"], np.int32(sc.matrix.shape[0]),
-                    np.int32(sc.gap_open), np.int32(sc.gap_extend), np.int32(NEG[dtype]),
-                    bnd_h, bnd_f, tb, lay["off"], lay["boff"], lay["warp_m"],
-                    h["score"], h["ei"], h["ej"])
-            # a block holds 8 wide pairs (a warp each) or 256 narrow ones
-            wide_blocks = -(-nwide // 8)
-            narrow_blocks = -(-(npairs - nwide) // THREADS)
             K = sc.matrix.shape[0]
+            gaps = (np.int32(sc.gap_open), np.int32(sc.gap_extend), np.int32(NEG[dtype]))
+            npack = lay["npack"]
+            if npack:  # 8 couples per block, a query profile per warp
+                pack_shared = 8 * (K + 1) * 32 * 8
+                self._function(mod, f"fill2<{job.mode_code}>", pack_shared)(
+                    (-(-npack // 16),), (THREADS,),
+                    (state["codes"], state["offsets"], d_row, d_col, np.int32(npack),
+                     state["matrix"], np.int32(K), *gaps, bnd_h, bnd_f, lay["boff"],
+                     h["score"], h["ei"], h["ej"]), shared_mem=pack_shared)
+            fill = mod.get_function(f"fill<{job.mode_code},{tb_flag}>")
+            # the other pairs: every per-pair array from the first one not packed
+            args = (state["codes"], state["offsets"], d_row[npack:], d_col[npack:],
+                    np.int32(npairs - npack), np.int32(nwide - npack), state["matrix"],
+                    np.int32(K), *gaps, bnd_h, bnd_f, tb, lay["off"][npack:],
+                    lay["boff"][npack:], lay["warp_m"], h["score"][npack:],
+                    h["ei"][npack:], h["ej"][npack:])
+            # a block holds 8 wide pairs (a warp each) or 256 narrow ones
+            wide_blocks = -(-(nwide - npack) // 8)
+            narrow_blocks = -(-(npairs - nwide) // THREADS)
             wide_shared = 8 * K * 32 * 8  # a query profile per warp
             narrow_shared = 32 * 32 * 4   # the matrix
             # wide pairs first, alone: the narrow (short) ones after them

@@ -1,0 +1,103 @@
+"""In-process A/B of kernel variants: preprocessor definitions of ``align.cu``
+and settings of ``gpu_backend``.
+
+    python benchmarks/kernel_ab.py [--cells 1e12] [--variant NAME=ITEM,ITEM ...]
+
+An item ``DEF`` defines a macro; ``ATTR=VALUE`` sets ``gpu_backend.ATTR`` (an
+integer, or None) for that variant.
+
+Each variant runs the proteome all-vs-all (local, BLOSUM62 11/1) with and without
+traceback and, with ``--cells``, a scaled score-only workload; best of ``--reps``
+runs after a warm-up, interleaved so that drift hits every variant alike. Scores
+must agree across variants (checked). The variant ``base`` has no definitions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from workloads import DATA, cells_of, sampled_proteins  # noqa: E402
+
+import pairalign  # noqa: E402
+from pairalign.engine import run_job  # noqa: E402
+from pairalign.job import Job, SortedSet  # noqa: E402
+from pairalign.kernels import gpu_backend as gb  # noqa: E402
+from pairalign.scoring import Scoring  # noqa: E402
+
+
+def run(be, seqs, tb, items, mode="local"):
+    gb.DEFINES = tuple(i for i in items if "=" not in i)
+    for item in items:
+        if "=" in item:
+            attr, _, value = item.partition("=")
+            parsed = {"None": None, "True": True, "False": False}
+            setattr(gb, attr, parsed[value] if value in parsed else int(value))
+    sc = Scoring.create("protein")
+    job = Job(mode, sc, tb, SortedSet.encode(seqs, sc))
+    be.timings.clear()
+    be._bytes = {}
+    t = time.perf_counter()
+    batch = run_job(job, be)
+    wall = time.perf_counter() - t
+    order = np.lexsort((batch.target, batch.query))
+    return (wall, be.timings.get("fill", 0.0), be.timings.get("fill_wide", 0.0),
+            be.timings.get("traceback", 0.0)), batch.score[order]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--cells", type=float, default=0)
+    ap.add_argument("--reps", type=int, default=2)
+    ap.add_argument("--mode", default="local")
+    ap.add_argument("--variant", action="append", default=[],
+                    help="NAME=DEF1,DEF2 (the base variant always runs first)")
+    args = ap.parse_args()
+    variants = [("base", ())]
+    base_settings = {}
+    for v in args.variant:
+        name, _, defs = v.partition("=")
+        items = tuple(d for d in defs.split(",") if d)
+        variants.append((name, items))
+        for item in items:
+            attr = item.partition("=")[0]
+            if "=" in item and attr not in base_settings:
+                base_settings[attr] = getattr(gb, attr)
+    variants[0] = ("base", tuple(f"{k}={v}" for k, v in base_settings.items()))
+    be = gb.GPUBackend()
+    print(f"device: {be.describe()}", flush=True)
+    prot = pairalign.read_sequences(DATA / "proteome_HG003687.faa").sequences
+    for _, defs in variants:  # compile and warm every variant
+        run(be, prot[:300], True, defs, args.mode)
+        run(be, prot[:300], False, defs, args.mode)
+    work = [("proteome", prot, True), ("proteome", prot, False)]
+    if args.cells:
+        work.append((f"scaled {args.cells:g}", sampled_proteins(args.cells), False))
+    rows = []
+    for name, seqs, tb in work:
+        cells = cells_of([len(s) for s in seqs])
+        best = {}
+        ref = None
+        for _ in range(args.reps):
+            for vname, defs in variants:
+                times, scores = run(be, seqs, tb, defs, args.mode)
+                if ref is None:
+                    ref = scores
+                if not np.array_equal(ref, scores):
+                    raise SystemExit(f"{vname}: scores differ from base on {name}")
+                if vname not in best or times[0] < best[vname][0]:
+                    best[vname] = times
+        for vname, _ in variants:
+            wall, fill, fwide, walk = best[vname]
+            rows.append(f"{name:16} {args.mode:10} tb={'y' if tb else 'n'} {vname:12} "
+                        f"wall {wall:6.3f} s  fill {fill:6.3f} (wide {fwide:6.3f})  "
+                        f"walk {walk:6.3f}  e2e {cells / wall / 1e9:6.0f}  "
+                        f"fill {cells / fill / 1e9:6.0f} GCUPS")
+            print(rows[-1], flush=True)
+    print("\n".join(["", "summary (scores equal across variants):", *rows]))
+
+
+if __name__ == "__main__":
+    main()
