@@ -309,19 +309,23 @@ struct Stripe2 {
         }
     }
 
-    // The stripe's cells of column j of both pairs (see Stripe::column).
-    __device__ __forceinline__ void column(const unsigned (&sub)[STRIPE], unsigned diag,
+    // The stripe's cells of column j of both pairs (see Stripe::column). The
+    // diagonal terms come first, from the previous column's H before any is
+    // overwritten: no register copies (ALU-pipe PRMTs on nvcc 13), and the ALU
+    // pipe is what bounds this kernel (ncu: 87% busy).
+    __device__ __forceinline__ void column(unsigned (&sub)[STRIPE], unsigned diag,
                                            unsigned& hup, unsigned& fup, unsigned go2,
                                            unsigned ge2) {
+        sub[0] = add2(diag, sub[0]);
+#pragma unroll
+        for (int r = 1; r < STRIPE; ++r) sub[r] = add2(hl[r - 1], sub[r]);
 #pragma unroll
         for (int r = 0; r < STRIPE; ++r) {
-            const unsigned d = add2(diag, sub[r]);
             const unsigned e = __viaddmax_s16x2(el[r], ge2, hl[r]);
             const unsigned f = __viaddmax_s16x2(fup, ge2, hup);
             const unsigned ef = max2(e, f);
-            const unsigned h = (mode == LOCAL) ? __viaddmax_s16x2_relu(ef, go2, d)
-                                               : __viaddmax_s16x2(ef, go2, d);
-            diag = hl[r];
+            const unsigned h = (mode == LOCAL) ? __viaddmax_s16x2_relu(ef, go2, sub[r])
+                                               : __viaddmax_s16x2(ef, go2, sub[r]);
             hl[r] = h;
             el[r] = e;
             hup = h;
