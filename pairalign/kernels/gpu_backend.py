@@ -43,13 +43,16 @@ _CTYPE = {np.dtype(np.int16): "short", np.dtype(np.int32): "int"}
 
 
 def _profile_fits(matrix: np.ndarray) -> bool:
-    """Whether the warp-per-pair kernel's query profile holds this matrix: signed
-    bytes, 8 warps x 32 lanes x 8 bytes per letter within 48 KB of shared memory."""
+    """Whether the warp kernels' query profile holds this matrix: signed bytes,
+    8 warps x 32 lanes x 8 bytes per letter, 48 KB of shared memory at 24
+    letters (the packed kernel's pad letter takes it past 48 KB: it opts in)."""
     return matrix.shape[0] <= 24 and int(matrix.min()) >= -127 and int(matrix.max()) <= 127
 
 
 class GPUBackend:
-    """CUDA kernels through CuPy, one thread per pair.
+    """CUDA kernels through CuPy (``align.cu``): the smallest pairs one thread
+    each, the others a warp each, score-only ones whose scores fit 16 bits two
+    per warp.
 
     Parameters
     ----------
