@@ -195,6 +195,38 @@ __device__ __forceinline__ void fill_thread(
     }
 }
 
+// The row above a warp's band, as its lanes take it: lane 0 one column of the
+// band's top row a step, 32 columns at a time from registers of the whole warp
+// (the next 32 loaded ahead); every other lane the last row of its neighbour's
+// stripe, one step old, through a shuffle. T: int, or two 16-bit halves.
+template <typename T>
+struct BandTop {
+    T cur_h, cur_f, nxt_h, nxt_f;
+
+    template <typename P>
+    __device__ __forceinline__ BandTop(const P* top_h, const P* top_f, int lane, int m, T neg)
+        : cur_h(0), cur_f(neg), nxt_h(0), nxt_f(neg) {
+        if (lane + 1 <= m) { cur_h = top_h[lane + 1]; cur_f = top_f[lane + 1]; }
+        if (lane + 33 <= m) { nxt_h = top_h[lane + 33]; nxt_f = top_f[lane + 33]; }
+    }
+
+    // H and F of the row above this lane's cell at step t
+    template <typename P>
+    __device__ __forceinline__ void step(const P* top_h, const P* top_f, int t, int lane, int m,
+                                         T out_h, T out_f, T& hup, T& fup) {
+        if (t > 0 && (t & 31) == 0) {
+            cur_h = nxt_h; cur_f = nxt_f;
+            const int k = t + 33 + lane;
+            if (k <= m) { nxt_h = top_h[k]; nxt_f = top_f[k]; }
+        }
+        hup = __shfl_up_sync(FULL, out_h, 1);
+        fup = __shfl_up_sync(FULL, out_f, 1);
+        const T th = __shfl_sync(FULL, cur_h, t & 31);
+        const T tf = __shfl_sync(FULL, cur_f, t & 31);
+        if (lane == 0) { hup = th; fup = tf; }
+    }
+};
+
 // One warp, one pair (see the top of the file for the layout). Every lane ends
 // with the best of its own cells; the caller reduces them.
 template <int mode, bool want_tb>
@@ -230,24 +262,12 @@ __device__ __forceinline__ void fill_warp(
         __syncwarp();
         int diag = (mode == GLOBAL) ? gap_boundary(i0, go, ge) : 0;  // H[i0][0]
         int out_h = 0, out_f = neg;
-        // lane 0 takes the band's top row from registers of the whole warp, 32
-        // columns at a time, the next 32 loaded ahead
-        int cur_h = 0, cur_f = neg, nxt_h = 0, nxt_f = neg;
-        if (lane + 1 <= m) { cur_h = top_h[lane + 1]; cur_f = top_f[lane + 1]; }
-        if (lane + 33 <= m) { nxt_h = top_h[lane + 33]; nxt_f = top_f[lane + 33]; }
+        BandTop<int> above(top_h, top_f, lane, m, neg);
         const int steps = m + last;
         const long long tb_band = (long long)band * (m + 31);
         for (int t = 0; t < steps; ++t) {
-            if (t > 0 && (t & 31) == 0) {
-                cur_h = nxt_h; cur_f = nxt_f;
-                const int k = t + 33 + lane;
-                if (k <= m) { nxt_h = top_h[k]; nxt_f = top_f[k]; }
-            }
-            int hup = __shfl_up_sync(FULL, out_h, 1);
-            int fup = __shfl_up_sync(FULL, out_f, 1);
-            const int th = __shfl_sync(FULL, cur_h, t & 31);
-            const int tf = __shfl_sync(FULL, cur_f, t & 31);
-            if (lane == 0) { hup = th; fup = tf; }
+            int hup, fup;
+            above.step(top_h, top_f, t, lane, m, out_h, out_f, hup, fup);
             const int j = t - lane + 1;
             if (j >= 1 && j <= m && lane <= last) {
                 const int d0 = diag;
@@ -420,21 +440,11 @@ __device__ __forceinline__ void fill_pack(
         __syncwarp();
         unsigned diag = pack2((mode == GLOBAL) ? gap_boundary(i0, go, ge) : 0);
         unsigned out_h = 0, out_f = pack2(NEG16);
-        unsigned cur_h = 0, cur_f = pack2(NEG16), nxt_h = 0, nxt_f = pack2(NEG16);
-        if (lane + 1 <= m) { cur_h = top_h[lane + 1]; cur_f = top_f[lane + 1]; }
-        if (lane + 33 <= m) { nxt_h = top_h[lane + 33]; nxt_f = top_f[lane + 33]; }
+        BandTop<unsigned> above(top_h, top_f, lane, m, pack2(NEG16));
         const int steps = m + last;
         for (int t = 0; t < steps; ++t) {
-            if (t > 0 && (t & 31) == 0) {
-                cur_h = nxt_h; cur_f = nxt_f;
-                const int k = t + 33 + lane;
-                if (k <= m) { nxt_h = top_h[k]; nxt_f = top_f[k]; }
-            }
-            unsigned hup = __shfl_up_sync(FULL, out_h, 1);
-            unsigned fup = __shfl_up_sync(FULL, out_f, 1);
-            const unsigned th = __shfl_sync(FULL, cur_h, t & 31);
-            const unsigned tf = __shfl_sync(FULL, cur_f, t & 31);
-            if (lane == 0) { hup = th; fup = tf; }
+            unsigned hup, fup;
+            above.step(top_h, top_f, t, lane, m, out_h, out_f, hup, fup);
             const int j = t - lane + 1;
             if (j >= 1 && j <= m && lane <= last) {
                 const unsigned d0 = diag;
