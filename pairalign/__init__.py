@@ -6,7 +6,7 @@ every query against every target, or one pair.
 """
 
 from .api import align_all, align_many, align_pair, iter_all, load, make_scoring
-from .errors import InputError, OptionError, PairAlignError
+from .errors import DeviceErrorWarning, InputError, OptionError, PairAlignError
 from .results import AlignmentResult, PairAlignment
 from .scoring import Scoring
 from .sequences import SequenceRecords, read_sequences
@@ -15,4 +15,5 @@ __version__ = "0.1.0"
 
 __all__ = ["align_all", "iter_all", "align_many", "align_pair", "load", "make_scoring",
            "AlignmentResult", "PairAlignment", "Scoring", "SequenceRecords",
-           "read_sequences", "InputError", "OptionError", "PairAlignError", "__version__"]
+           "read_sequences", "InputError", "OptionError", "PairAlignError",
+           "DeviceErrorWarning", "__version__"]

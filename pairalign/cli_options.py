@@ -25,12 +25,13 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import warnings
 from typing import Callable, NoReturn
 
 import click
 
 from .engine import parse_memory
-from .errors import PairAlignError
+from .errors import DeviceErrorWarning, PairAlignError
 from .kernels.conventions import MODES
 from .scoring import DNA_DEFAULTS, MATRIX_NAMES, PROTEIN_DEFAULTS
 
@@ -92,12 +93,22 @@ def handle_errors(f: Callable) -> Callable:
     :func:`~pairalign.output.atomic_output` among them, have cleaned up); a
     broken pipe on stdout exits 141 without a word; ``MemoryError`` and other
     ``OSError`` (disk full) one line and status 2 and 1. Other exceptions are
-    bugs and keep their traceback.
+    bugs and keep their traceback. A :class:`~pairalign.errors.DeviceErrorWarning`
+    is one line ``pairalign: warning: <message>``.
     """
     @functools.wraps(f)
     def wrapper(*args, **kwargs):
         try:
-            return f(*args, **kwargs)
+            with warnings.catch_warnings():
+                shown = warnings.showwarning
+
+                def show(message, category, *where, **kw):
+                    if issubclass(category, DeviceErrorWarning):  # one line, ours
+                        say(f"warning: {message}")
+                    else:
+                        shown(message, category, *where, **kw)
+                warnings.showwarning = show
+                return f(*args, **kwargs)
         except PairAlignError as err:
             fail(str(err))
         except KeyboardInterrupt:

@@ -39,13 +39,14 @@ import math
 import queue as _queue
 import threading
 import time
+import warnings
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Protocol
 
 import numpy as np
 
-from .errors import OptionError
+from .errors import DeviceErrorWarning, OptionError
 from .job import Job
 from .pairs import PairBatch, Placement
 from .scheduler import cost as _cost
@@ -416,6 +417,9 @@ class _LocalRun:
         self.alive_threads: set[str] = set()
         self.lock = threading.Lock()
         self.failures = 0
+        #: failures other than out of memory, and the first one's message
+        self.errors = 0
+        self.first_error: str | None = None
         self.retries = 0
         # failures are bounded by construction (windows split down to blocks, blocks
         # move on to other workers and the CPU, and then the run fails); this is a
@@ -495,6 +499,10 @@ class _LocalRun:
         with self.lock:
             self.failures += 1
             self.retries += n
+            if not is_out_of_memory(exc):  # too large a window is no fault
+                self.errors += 1
+                if self.first_error is None:
+                    self.first_error = f"{stats.description}: {type(exc).__name__}: {exc}"
             over = self.max_failures is not None and self.failures > self.max_failures
         if over:
             self.q.cancel(exc)
@@ -879,6 +887,10 @@ def iter_windows(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
         finished = True
     finally:
         run.stop(None if finished else Cancelled("consumer stopped"))
+    if run.errors:
+        warnings.warn(f"{run.errors} window(s) failed and ran again elsewhere; results "
+                      f"are complete, the first error was {run.first_error}",
+                      DeviceErrorWarning, stacklevel=2)
     wall = time.perf_counter() - started
     _record(job, work, run)
     if timings is not None:

@@ -1,4 +1,4 @@
-"""Errors raised by pairalign for bad input or bad options."""
+"""Errors raised by pairalign for bad input or bad options, and its warnings."""
 
 from __future__ import annotations
 
@@ -63,3 +63,9 @@ class InputError(PairAlignError, ValueError):
 
 class OptionError(PairAlignError, ValueError):
     """An option or parameter out of its allowed range."""
+
+
+class DeviceErrorWarning(RuntimeWarning):
+    """Windows failed on a device with an error other than running out of memory
+    and ran again (on another device or the CPU): the results are complete and
+    exact, but the device may be faulty and the run slower than it should be."""

@@ -326,3 +326,24 @@ def test_broken_pipe_is_quiet(fasta):
     proc.stdout.close()
     err = proc.stderr.read()
     assert proc.wait(timeout=300) == 141 and err == b""
+
+
+def test_device_error_warning_is_one_line(capsys):
+    """Windows retried after a device error: one line on stderr, the run goes on;
+    other warnings are shown as Python shows them."""
+    import warnings
+
+    from pairalign.cli_options import handle_errors
+
+    @handle_errors
+    def body():
+        warnings.warn("3 window(s) failed and ran again elsewhere;\nthe first error ...",
+                      pairalign.DeviceErrorWarning)
+        warnings.warn("something else", UserWarning)
+        return 7
+
+    with pytest.warns(UserWarning, match="something else"):
+        assert body() == 7
+    err = capsys.readouterr().err
+    assert err == ("pairalign: warning: 3 window(s) failed and ran again elsewhere; "
+                   "the first error ...\n")

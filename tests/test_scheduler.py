@@ -11,12 +11,14 @@ import itertools
 import random
 import threading
 import time
+import warnings
 
 import numpy as np
 import pytest
 
 from pairalign.engine import (format_plan, format_run_report, iter_windows, plan,
                               run_job)
+from pairalign.errors import DeviceErrorWarning
 from pairalign.job import Job, SortedSet
 from pairalign.kernels.cpu_backend import CPUBackend
 from pairalign.pairs import PairBatch
@@ -295,7 +297,9 @@ def test_failures_split_and_retry_nothing_lost_or_duplicated(tri):
     oom = lambda w, calls: w.pairs > 300  # noqa: E731
     fakes = [Fake("a", fail=oom, pipeline=True), Fake("b", fail=oom, delay=0.002)]
     timings = {}
-    out = run_job(job, fakes, width=64, timings=timings)
+    with warnings.catch_warnings():  # too large a window is no device fault
+        warnings.simplefilter("error", DeviceErrorWarning)
+        out = run_job(job, fakes, width=64, timings=timings)
     same(out, ref)
     sched = timings["scheduler"]
     assert sched["failures"] > 0
@@ -324,7 +328,8 @@ def test_dead_worker_retires_others_finish(tri):
             raise RuntimeError("CUDA error: an illegal memory access was encountered")
     dead = Dead("dead")
     timings = {}
-    out = run_job(job, [dead, Fake("ok", delay=0.002)], width=32, timings=timings)
+    with pytest.warns(DeviceErrorWarning, match="ran again.*illegal memory access"):
+        out = run_job(job, [dead, Fake("ok", delay=0.002)], width=32, timings=timings)
     same(out, ref)
     workers = {w["label"]: w for w in timings["scheduler"]["workers"]}
     assert workers["fake"]["retired"] and workers["fake"]["pairs"] == 0
