@@ -23,6 +23,7 @@ other I/O errors (disk full) give one line and status 1.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import os
 import sys
 import warnings
@@ -72,6 +73,30 @@ def fail(message: str, status: int = EXIT_USAGE) -> NoReturn:
     sys.exit(status)
 
 
+def start_numba() -> None:
+    """Start numba in this process without its BLAS probe.
+
+    numba's first compilation or cache load in a process imports
+    ``numba.np.arraymath``, which imports ``scipy.linalg`` where SciPy is
+    installed, to learn whether ``np.dot`` can call BLAS. pairalign's numba
+    functions use no BLAS, and the import costs: on Python 3.12 with SciPy,
+    the command line on ``examples/adeno_fiber.faa`` took 1.39-1.73 s with it
+    and 1.07-1.12 s without (development machine, CPU backend). With
+    ``scipy.linalg`` unimportable for that moment, numba records "no BLAS" for
+    this process; SciPy imports normally afterwards. Only the command line
+    does this (it owns its process); the API leaves numba alone.
+    """
+    if "scipy.linalg" in sys.modules or importlib.util.find_spec("scipy") is None:
+        return
+    sys.modules["scipy.linalg"] = None  # type: ignore[assignment]
+    try:
+        from .engine import _NUMBA
+
+        _NUMBA.needed()  # numba's first dispatch (and its threading layer)
+    finally:
+        del sys.modules["scipy.linalg"]
+
+
 def _quiet_broken_pipe() -> NoReturn:
     # Point stdout at /dev/null, so that the interpreter's final flush of what is
     # still buffered does not raise again (and print "Exception ignored ...").
@@ -94,11 +119,13 @@ def handle_errors(f: Callable) -> Callable:
     broken pipe on stdout exits 141 without a word; ``MemoryError`` and other
     ``OSError`` (disk full) one line and status 2 and 1. Other exceptions are
     bugs and keep their traceback. A :class:`~pairalign.errors.DeviceErrorWarning`
-    is one line ``pairalign: warning: <message>``.
+    is one line ``pairalign: warning: <message>``. numba starts first
+    (:func:`start_numba`).
     """
     @functools.wraps(f)
     def wrapper(*args, **kwargs):
         try:
+            start_numba()
             with warnings.catch_warnings():
                 shown = warnings.showwarning
 

@@ -347,3 +347,18 @@ def test_device_error_warning_is_one_line(capsys):
     err = capsys.readouterr().err
     assert err == ("pairalign: warning: 3 window(s) failed and ran again elsewhere; "
                    "the first error ...\n")
+
+
+def test_start_numba_skips_the_blas_probe_and_leaves_scipy_importable():
+    """The command line starts numba without importing scipy.linalg (numba's
+    BLAS probe), and SciPy imports normally afterwards."""
+    pytest.importorskip("scipy")
+    code = ("import sys\n"
+            "from pairalign.cli_options import start_numba\n"
+            "start_numba()\n"
+            "print('scipy.linalg' in sys.modules)\n"
+            "import scipy.linalg\n"
+            "print(scipy.linalg.__name__)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["False", "scipy.linalg"]
