@@ -151,10 +151,9 @@ class Scoring:
 
     def score_dtype(self, n: int, m: int) -> np.dtype:
         """int16 where every score of an ``n x m`` alignment fits, else int32."""
-        bound = self.score_bound(n, m) + self.gap_open + self.gap_extend
         if self.fits_int16(n, m):
             return np.dtype(np.int16)
-        if bound < INT32_LIMIT:
+        if self.score_bound(n, m) + self.gap_open + self.gap_extend < INT32_LIMIT:
             return np.dtype(np.int32)
         raise OptionError(f"scores of a {n} x {m} alignment could overflow 32 bits")
 
