@@ -406,6 +406,16 @@ struct Stripe2 {
     }
 };
 
+// Where column j's profile rows start, in bytes from a lane's entry of row 0
+// (rows of 32 lanes x 8 bytes): low half target 0's, high half target 1's; a
+// column past a target's end takes row K (-128 throughout).
+__device__ __forceinline__ unsigned prof_offsets(const unsigned char* b0, int m0,
+                                                 const unsigned char* b1, int m1, int K, int j) {
+    const unsigned r0 = j <= m0 ? b0[j - 1] : K;
+    const unsigned r1 = j <= m1 ? b1[j - 1] : K;
+    return (r0 | (r1 << 16)) * (32u * sizeof(uint2));
+}
+
 // One warp, two pairs of one query (see above); the profile has one more entry,
 // K, of -128 for the shorter target's columns past its end.
 template <int mode>
@@ -441,16 +451,27 @@ __device__ __forceinline__ void fill_pack(
         unsigned diag = pack2((mode == GLOBAL) ? gap_boundary(i0, go, ge) : 0);
         unsigned out_h = 0, out_f = pack2(NEG16);
         BandTop<unsigned> above(top_h, top_f, lane, m, pack2(NEG16));
+        // Column j's two profile rows, as byte offsets from this lane's entry
+        // (low half: target 0, high: target 1), travel like H and F: lane 0
+        // takes them 32 columns at a time from the whole warp, every other lane
+        // from its neighbour one step later. No per-step residue loads.
+        const char* plane = reinterpret_cast<const char*>(prof + lane);
+        unsigned cols = prof_offsets(b0, m0, b1, m1, K, lane + 1), col = 0;
+        const unsigned mine = lane <= last ? (unsigned)m : 0u;  // lanes past the band's end: none
         const int steps = m + last;
         for (int t = 0; t < steps; ++t) {
             unsigned hup, fup;
             above.step(top_h, top_f, t, lane, m, out_h, out_f, hup, fup);
+            if (t > 0 && (t & 31) == 0) cols = prof_offsets(b0, m0, b1, m1, K, t + lane + 1);
+            const unsigned from_left = __shfl_up_sync(FULL, col, 1);
+            const unsigned from_warp = __shfl_sync(FULL, cols, t & 31);
+            col = lane == 0 ? from_warp : from_left;
             const int j = t - lane + 1;
-            if (j >= 1 && j <= m && lane <= last) {
+            if ((unsigned)(t - lane) < mine) {
                 const unsigned d0 = diag;
                 diag = hup;
-                const uint2 p0 = prof[(j <= m0 ? b0[j - 1] : K) * 32 + lane];
-                const uint2 p1 = prof[(j <= m1 ? b1[j - 1] : K) * 32 + lane];
+                const uint2 p0 = *reinterpret_cast<const uint2*>(plane + (col & 0xffffu));
+                const uint2 p1 = *reinterpret_cast<const uint2*>(plane + (col >> 16));
                 // row r's two scores, each byte sign-extended into its half
                 unsigned sub[STRIPE];
 #pragma unroll
@@ -544,7 +565,7 @@ fill(
 // buffers at boff[2c]; a launch of its own, so that its registers do not bound
 // those of fill.
 template <int mode>
-__global__ void __launch_bounds__(256, 4)
+__global__ void __launch_bounds__(256, mode == SEMIGLOBAL ? 3 : 4)
 fill2(
      const unsigned char* __restrict__ codes, const long long* __restrict__ offsets,
      const int* __restrict__ pair_row, const int* __restrict__ pair_col, const int npairs,
