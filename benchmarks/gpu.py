@@ -6,7 +6,7 @@ aligned pairs of len_i * len_j. Kernel time is measured with CUDA events around
 the fill and traceback kernels; end-to-end time runs from FASTA read to results
 in host memory (pairs in input order), with numba and NVRTC warmed up first.
 Then the command line on the proteome (with traceback, TSV to a file), three
-times, and the profile of a fourth run (start-up, numba cache loads, writing).
+times after a run that fills the caches, and the profile of one more run.
 """
 
 from __future__ import annotations
@@ -74,41 +74,19 @@ def parasail_gcups(seqs, traceback, cores, pairs_per_core=3000):
     return sum(c for c, _ in res) / max(t for _, t in res) / 1e9
 
 
-CLI_PROFILE = """
-import cProfile, pstats, runpy, sys
-sys.argv = ["pairalign", *sys.argv[1:]]
-prof = cProfile.Profile()
-prof.enable()
-try:
-    runpy.run_module("pairalign", run_name="__main__")
-except SystemExit:
-    pass
-prof.disable()
-pstats.Stats(prof).sort_stats("cumtime").print_stats(
-    "iter_all|in_input_order|write_tsv|fsync|_compile_for_args|load_overload|"
-    "_compile_with_cache|read_sequences|to_input|finish")
-"""
-
-
 def cli_times(path, runs=3):
     """Wall seconds of the command line on ``path`` (with traceback, TSV to a
-    file), ``runs`` times, then the profile of one more run."""
-    import subprocess
-    import sys
+    file), ``runs`` times after one run that fills the caches, then the profile
+    of one more run."""
     import tempfile
 
-    args = ["all-vs-all", str(path), "--backend", "gpu"]
-    walls = []
+    from cli_profile import cli_runs, installed_env, profiled
+
     with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "p.tsv")
-        for _ in range(runs):
-            t = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "pairalign", *args, "-o", out], check=True)
-            walls.append(time.perf_counter() - t)
-        prof = subprocess.run([sys.executable, "-c", CLI_PROFILE, *args, "-o", out],
-                              capture_output=True, text=True)
-    lines = [ln for ln in prof.stdout.splitlines() if ln.strip()]
-    return walls, lines[:30]
+        env = installed_env(os.path.join(tmp, "pycache"))
+        cli = ["all-vs-all", str(path), "--backend", "gpu", "-o", os.path.join(tmp, "p.tsv")]
+        cli_runs(cli, 1, env)
+        return cli_runs(cli, runs, env), profiled(cli, 30, env)
 
 
 def main() -> None:
@@ -147,7 +125,8 @@ def main() -> None:
         print(f"proteome tb={tb}: wall {wall:.3f} s = read {t_read:.3f} + encode {t_enc:.3f}"
               f" + setup {tim.get('setup', 0):.3f} + fill {tim.get('fill', 0):.3f}"
               f" + traceback {tim.get('traceback', 0):.3f} + download/compact "
-              f"{tim.get('download', 0):.3f} + order {stages['order']:.3f}", flush=True)
+              f"{tim.get('download', 0):.3f} + order {stages['order']:.3f}; the launching "
+              f"thread waited {tim.get('wait', 0):.3f} s on windows", flush=True)
 
     # 2. scaled workloads, kernels and end to end
     for target, tb_modes in ((args.tb_cells, True), (args.cells, False)):
@@ -172,6 +151,7 @@ def main() -> None:
     # hold device memory that the command line then sizes its windows without
     import cupy as cp
 
+    be._pinned = None  # the staging buffer
     cp.get_default_memory_pool().free_all_blocks()
     cp.get_default_pinned_memory_pool().free_all_blocks()
     walls, profile = cli_times(path)

@@ -39,12 +39,36 @@ def run(be, seqs, tb, items, mode="local"):
     job = Job(mode, sc, tb, SortedSet.encode(seqs, sc))
     be.timings.clear()
     be._bytes = {}
+    ALLOC.update(calls=0, seconds=0.0, slow=0)
     t = time.perf_counter()
     batch = run_job(job, be)
     wall = time.perf_counter() - t
     order = np.lexsort((batch.target, batch.query))
-    return (wall, be.timings.get("fill", 0.0), be.timings.get("fill_wide", 0.0),
-            be.timings.get("traceback", 0.0)), batch.score[order]
+    tim = be.timings
+    return (wall, tim.get("fill", 0.0), tim.get("fill_wide", 0.0), tim.get("traceback", 0.0),
+            {k: tim.get(k, 0.0) for k in ("launch", "layout", "wait", "download", "pinned")}
+            | {"malloc": ALLOC["seconds"], "slow mallocs": ALLOC["slow"]}), batch.score[order]
+
+
+ALLOC = {"calls": 0, "seconds": 0.0, "slow": 0}
+
+
+def trace_allocations() -> None:
+    """Route CuPy's allocations through a timer around its default pool."""
+    import cupy as cp
+
+    pool = cp.get_default_memory_pool()
+
+    def malloc(nbytes):
+        t = time.perf_counter()
+        mem = pool.malloc(nbytes)
+        dt = time.perf_counter() - t
+        ALLOC["calls"] += 1
+        ALLOC["seconds"] += dt
+        ALLOC["slow"] += dt > 1e-3
+        return mem
+
+    cp.cuda.set_allocator(malloc)
 
 
 def main() -> None:
@@ -54,7 +78,11 @@ def main() -> None:
     ap.add_argument("--mode", default="local")
     ap.add_argument("--variant", action="append", default=[],
                     help="NAME=DEF1,DEF2 (the base variant always runs first)")
+    ap.add_argument("--alloc-trace", action="store_true",
+                    help="time CuPy's device allocations (seconds in malloc, slow calls)")
     args = ap.parse_args()
+    if args.alloc_trace:
+        trace_allocations()
     variants = [("base", ())]
     base_settings = {}
     for v in args.variant:
@@ -90,11 +118,12 @@ def main() -> None:
                 if vname not in best or times[0] < best[vname][0]:
                     best[vname] = times
         for vname, _ in variants:
-            wall, fill, fwide, walk = best[vname]
+            wall, fill, fwide, walk, host = best[vname]
             rows.append(f"{name:16} {args.mode:10} tb={'y' if tb else 'n'} {vname:12} "
                         f"wall {wall:6.3f} s  fill {fill:6.3f} (wide {fwide:6.3f})  "
                         f"walk {walk:6.3f}  e2e {cells / wall / 1e9:6.0f}  "
-                        f"fill {cells / fill / 1e9:6.0f} GCUPS")
+                        f"fill {cells / fill / 1e9:6.0f} GCUPS  launching thread: "
+                        + " ".join(f"{k} {v:.3f}" for k, v in host.items()))
             print(rows[-1], flush=True)
     print("\n".join(["", "summary (scores equal across variants):", *rows]))
 

@@ -29,8 +29,8 @@ WIDE_STEPS_SCORE_ONLY: int | None = 1 << 11
 #: Score-only pairs on warps whose scores fit 16 bits run two at a time (one
 #: query, two targets) in the 16-bit halves of each register (``fill2``).
 PACKED = True
-#: Results come back through one pinned buffer per window (asynchronous copies,
-#: one wait) instead of one synchronous copy per array (proteome with traceback
+#: Results come back through a pinned staging buffer (asynchronous copies, one
+#: wait per window) instead of one synchronous copy per array (proteome with traceback
 #: on the H100: downloads 0.29-0.33 to 0.26-0.27 s, wall within noise).
 PINNED_DOWNLOADS = True
 #: Extra preprocessor definitions for ``align.cu`` (in-process A/B of kernel
@@ -76,6 +76,7 @@ class GPUBackend:
         self._states: dict = {}
         self._hp = None
         self._opted: set = set()
+        self._pinned: np.ndarray | None = None
         self.timings: dict[str, float] = {}
 
     def describe(self) -> str:
@@ -168,17 +169,30 @@ class GPUBackend:
                 self._hp = cp.cuda.Stream(non_blocking=True)
         return self._hp
 
+    def _staging(self, nbytes: int) -> np.ndarray:
+        """The pinned buffer that downloads go through: one per backend, grown
+        to the next power of two when a window needs more (a new pinned
+        allocation costs about 5 ms; one per window cost the proteome with
+        traceback 0.1 s). Only the thread that runs this backend's windows
+        uses it, one download at a time."""
+        if self._pinned is None or self._pinned.nbytes < nbytes:
+            self._pinned = None  # back to CuPy's pool before the larger one
+            size = 1 << max(20, (nbytes - 1).bit_length())
+            t = time.perf_counter()
+            self._pinned = self.cupyx.empty_pinned(size, np.uint8)
+            self._add("pinned", time.perf_counter() - t)
+        return self._pinned[:nbytes]
+
     def _download(self, arrays: list) -> list[np.ndarray]:
         """Device arrays to host arrays: asynchronous copies on the host stream
-        into one pinned buffer (from CuPy's pinned pool, back in it once copied
-        out), one wait, then plain numpy copies, so that no pinned memory
-        outlives the call however large the results grow."""
+        into the staging buffer (:meth:`_staging`), one wait, then plain numpy
+        copies, so that results never hold pinned memory."""
         cp = self.cp
         arrays = [cp.ascontiguousarray(a) for a in arrays]
         starts = np.zeros(len(arrays) + 1, np.int64)
         np.cumsum([-(-a.nbytes // 16) * 16 for a in arrays], out=starts[1:])
         stream = self._host_stream()
-        buf = self.cupyx.empty_pinned(int(starts[-1]), np.uint8)
+        buf = self._staging(int(starts[-1]))
         for a, s in zip(arrays, starts):
             if a.nbytes:
                 cp.cuda.runtime.memcpyAsync(buf.ctypes.data + int(s), a.data.ptr, a.nbytes,
@@ -352,7 +366,9 @@ class GPUBackend:
         h = {"w": w, "stream": stream, "ev": [cp.cuda.Event() for _ in range(6)]}
         with self._host_stream():
             h["ev"][3].record()
+            t = time.perf_counter()
             d_row, d_col, npairs, lay = self._layout(job, state, w)
+            self._add("layout", time.perf_counter() - t)
             h["ev"][5].record()
         # the layout's arrays live until the window is collected: freed earlier,
         # the pool of the stream that made them could hand them out mid-fill
@@ -420,7 +436,9 @@ class GPUBackend:
         """Wait for a launched window and bring its results to the host."""
         cp = self.cp
         npairs = h["npairs"]
+        t_wait = time.perf_counter()
         h["ev"][2].synchronize()
+        self._add("wait", time.perf_counter() - t_wait)
         with self._host_stream():
             t_host = time.perf_counter()
             if job.traceback:
