@@ -83,12 +83,15 @@ def test_every_pair_on_a_warp(monkeypatch, mode, traceback, packed):
     assert_same(cpu, gpu)
 
 
-@pytest.mark.parametrize("pinned", [True, False])
+@pytest.mark.parametrize("pinned,staging", [(True, None), (True, 4099), (False, None)])
 @pytest.mark.parametrize("traceback", [True, False])
-def test_downloads_pinned_or_not(data_dir, monkeypatch, traceback, pinned):
-    """Results through one pinned buffer per window, or array by array: the
-    same as the CPU's."""
+def test_downloads_pinned_or_not(data_dir, monkeypatch, traceback, pinned, staging):
+    """Results through the pinned staging buffer (whole, or a few kilobytes
+    that every window's arrays pass through in many pieces, cut mid-element),
+    or array by array: the same as the CPU's."""
     monkeypatch.setattr(gpu_backend, "PINNED_DOWNLOADS", pinned)
+    if staging is not None:
+        monkeypatch.setattr(gpu_backend, "STAGING_BYTES", staging)
     cpu, gpu = both(data_dir / "adeno_fiber.faa", mode="local", traceback=traceback,
                     window=32)
     assert_same(cpu, gpu)

@@ -1,5 +1,6 @@
-"""The GPU backend's launch order of a window's pairs, on the CPU: its array code
-runs on NumPy as on CuPy, so these checks need no device."""
+"""The GPU backend's host-side code on the CPU, no device needed: a window's
+launch order (its array code runs on NumPy as on CuPy) and downloads through
+the staging buffer (CuPy's copy calls done on host memory)."""
 
 from __future__ import annotations
 
@@ -65,3 +66,46 @@ def test_pair_order_without_packing_keeps_wide_first(backend):
     assert npack == 0
     assert wide[order[:wide.sum()]].all() and not wide[order[wide.sum():]].any()
     assert np.array_equal(np.sort(order), np.arange(rows.size))
+
+
+class _DeviceArray:
+    """A host array that looks like a CuPy one to ``_download`` (``data.ptr``)."""
+
+    def __init__(self, a: np.ndarray) -> None:
+        self.host = np.ascontiguousarray(a)
+        self.shape, self.dtype, self.nbytes = a.shape, a.dtype, a.nbytes
+        self.data = type("Pointer", (), {"ptr": self.host.ctypes.data})()
+
+
+def fake_cupy():
+    """The CuPy calls ``_download`` makes, on host memory."""
+    import ctypes
+    from types import SimpleNamespace
+
+    runtime = SimpleNamespace(memcpyDeviceToHost=2,
+                              memcpyAsync=lambda dst, src, n, kind, stream: ctypes.memmove(dst, src, n))
+    return SimpleNamespace(ascontiguousarray=lambda a: a, cuda=SimpleNamespace(runtime=runtime))
+
+
+@pytest.mark.parametrize("staging", [7, 64, 4099, 1 << 20])
+def test_download_through_staging_pieces(monkeypatch, staging):
+    """Arrays of several types, empty ones among them, pass through a staging
+    buffer smaller or larger than they are, cut mid-element: each comes back whole."""
+    from types import SimpleNamespace
+
+    from pairalign.kernels import gpu_backend
+
+    monkeypatch.setattr(gpu_backend, "STAGING_BYTES", staging)
+    be = object.__new__(GPUBackend)
+    be.cp, be.timings, be._pinned = fake_cupy(), {}, None
+    be.cupyx = SimpleNamespace(empty_pinned=lambda n, dtype: np.full(n, 0xAB, dtype))
+    syncs = []
+    be._host_stream = lambda: SimpleNamespace(ptr=0, synchronize=lambda: syncs.append(1))
+    rng = np.random.default_rng(staging)
+    arrays = [rng.integers(-2**31, 2**31, 1000).astype(np.int32), np.zeros(0, np.int64),
+              rng.integers(0, 255, 333).astype(np.uint8), np.arange(1001, dtype=np.int64)]
+    got = be._download([_DeviceArray(a) for a in arrays])
+    for a, g in zip(arrays, got):
+        assert g.dtype == a.dtype and np.array_equal(g, a)
+    assert len(syncs) == max(1, -(-sum(a.nbytes for a in arrays) // staging))
+    assert be._pinned.nbytes == staging
