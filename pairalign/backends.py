@@ -2,11 +2,46 @@
 
 from __future__ import annotations
 
+import ctypes
+import threading
 from typing import Sequence
 
 from .errors import OptionError
 
 BACKENDS = ("auto", "cpu", "gpu")
+
+
+def start_cuda(devices: Sequence[int] | None = None) -> threading.Thread:
+    """Start the CUDA driver and the devices' primary contexts on a thread.
+
+    Through ctypes, which releases the GIL for each driver call, so that the
+    0.2-0.3 s the driver takes to start (``cuInit``, then a context per device)
+    overlaps whatever the caller imports meanwhile; CuPy then finds them
+    started. ``devices``: the ordinals a run will use (every visible one by
+    default, as :func:`get_backend`). Without a driver or a device the thread
+    does nothing. The command line calls this (it owns its process); the API
+    does not.
+    """
+    def start() -> None:
+        try:
+            cuda = ctypes.CDLL("libcuda.so.1")
+            if cuda.cuInit(0) != 0:
+                return
+            count = ctypes.c_int(0)
+            if cuda.cuDeviceGetCount(ctypes.byref(count)) != 0:
+                return
+            for ordinal in (range(count.value) if devices is None else devices):
+                if not 0 <= ordinal < count.value:
+                    continue
+                dev, ctx = ctypes.c_int(0), ctypes.c_void_p()
+                if cuda.cuDeviceGet(ctypes.byref(dev), ordinal) == 0:
+                    cuda.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev)
+        except (OSError, AttributeError):  # no driver library
+            pass
+
+    thread = threading.Thread(target=start, name="pairalign-cuda-start", daemon=True)
+    thread.start()
+    return thread
 
 
 def gpu_available() -> bool:

@@ -31,6 +31,7 @@ from typing import Callable, NoReturn
 
 import click
 
+from .backends import start_cuda
 from .engine import parse_memory
 from .errors import DeviceErrorWarning, PairAlignError
 from .kernels.conventions import MODES
@@ -120,11 +121,14 @@ def handle_errors(f: Callable) -> Callable:
     ``OSError`` (disk full) one line and status 2 and 1. Other exceptions are
     bugs and keep their traceback. A :class:`~pairalign.errors.DeviceErrorWarning`
     is one line ``pairalign: warning: <message>``. numba starts first
-    (:func:`start_numba`).
+    (:func:`start_numba`), and, for a run that may use a GPU, the CUDA driver
+    meanwhile on a thread (:func:`~pairalign.backends.start_cuda`).
     """
     @functools.wraps(f)
     def wrapper(*args, **kwargs):
         try:
+            if kwargs.get("backend") in ("auto", "gpu"):
+                start_cuda(kwargs.get("devices"))  # overlaps numba's start
             start_numba()
             with warnings.catch_warnings():
                 shown = warnings.showwarning

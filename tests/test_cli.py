@@ -362,3 +362,58 @@ def test_start_numba_skips_the_blas_probe_and_leaves_scipy_importable():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.split()
     assert out == ["False", "scipy.linalg"]
+
+
+class _FakeDriver:
+    """libcuda's calls that start_cuda makes, recorded, with ``count`` devices."""
+
+    def __init__(self, count: int) -> None:
+        self.count, self.calls = count, []
+
+    def __getattr__(self, name):
+        import ctypes
+
+        def call(*args):
+            self.calls.append(name)
+            if name == "cuDeviceGetCount":
+                ctypes.cast(args[0], ctypes.POINTER(ctypes.c_int))[0] = self.count
+            if name == "cuDeviceGet":
+                ctypes.cast(args[0], ctypes.POINTER(ctypes.c_int))[0] = args[1]
+                self.calls.append(args[1])
+            return 0
+        return call
+
+
+@pytest.mark.parametrize("devices,started", [(None, [0, 1, 2]), ([2], [2]), ([1, 7], [1])])
+def test_start_cuda_starts_the_run_devices_only(monkeypatch, devices, started):
+    """The driver, then a primary context for each device the run will use (every
+    visible one by default; ordinals past the last ignored); no driver: nothing."""
+    import ctypes
+
+    from pairalign.backends import start_cuda
+
+    driver = _FakeDriver(3)
+    monkeypatch.setattr(ctypes, "CDLL", lambda name: driver)
+    start_cuda(devices).join()
+    assert driver.calls[:2] == ["cuInit", "cuDeviceGetCount"]
+    assert [c for c in driver.calls if isinstance(c, int)] == started
+    assert driver.calls.count("cuDevicePrimaryCtxRetain") == len(started)
+
+    def missing(name):
+        raise OSError("libcuda.so.1: cannot open shared object file")
+    monkeypatch.setattr(ctypes, "CDLL", missing)
+    start_cuda(devices).join()  # no exception, no hang
+
+
+@pytest.mark.parametrize("backend,expected", [("cpu", []), ("gpu", [[0]]), ("auto", [None])])
+def test_cli_starts_cuda_only_for_a_gpu_run(fasta, tmp_path, monkeypatch, backend, expected):
+    """A run that may use a GPU starts the driver beside numba; a CPU run does not."""
+    from pairalign import cli_options
+
+    seen = []
+    monkeypatch.setattr(cli_options, "start_cuda", seen.append)
+    args = ["all-vs-all", str(fasta), "--backend", backend, "-o", str(tmp_path / "o.tsv")]
+    if backend == "gpu":
+        args += ["--devices", "0"]  # without a GPU the run then stops with one line
+    res = CliRunner().invoke(main, args)
+    assert seen == expected, res.output
