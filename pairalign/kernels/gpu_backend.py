@@ -30,8 +30,8 @@ WIDE_STEPS_SCORE_ONLY: int | None = 1 << 11
 #: query, two targets) in the 16-bit halves of each register (``fill2``).
 PACKED = True
 #: Results come back through a pinned staging buffer (asynchronous copies, one
-#: wait per window) instead of one synchronous copy per array (proteome with traceback
-#: on the H100: downloads 0.29-0.33 to 0.26-0.27 s, wall within noise).
+#: wait each time it fills) instead of one synchronous copy per array (proteome
+#: with traceback on the H100: downloads 0.29-0.33 to 0.26-0.27 s, wall within noise).
 PINNED_DOWNLOADS = True
 #: Bytes of the pinned buffer that downloads pass through (see GPUBackend._staging).
 STAGING_BYTES = 64 << 20
