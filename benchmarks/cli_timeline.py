@@ -77,8 +77,6 @@ def install() -> None:
         for p in parents:
             owner = getattr(owner, p)
         fn = getattr(owner, attr)
-        if isinstance(owner, type) and isinstance(owner.__dict__.get(attr), staticmethod):
-            continue
         setattr(owner, attr, traced(path, fn))
         # names imported elsewhere with ``from module import fn`` keep the
         # original: patch those too

@@ -178,7 +178,7 @@ class GPUBackend:
         line), so results pass through it in pieces. Only the thread that runs
         this backend's windows uses it, one download at a time."""
         if self._pinned is None or self._pinned.nbytes != STAGING_BYTES:
-            self._pinned = None
+            self._pinned = None  # the old buffer back to CuPy's pool before the new one
             t = time.perf_counter()
             self._pinned = self.cupyx.empty_pinned(STAGING_BYTES, np.uint8)
             self._add("pinned", time.perf_counter() - t)
