@@ -28,6 +28,7 @@ TRACED = [
     ("pairalign.engine", "fit_window"),
     ("pairalign.engine", "to_input"),
     ("pairalign.kernels.gpu_backend", "GPUBackend.prepare"),
+    ("pairalign.kernels.gpu_backend", "GPUBackend._plan"),
     ("pairalign.kernels.gpu_backend", "GPUBackend._layout"),
     ("pairalign.kernels.gpu_backend", "GPUBackend._launch"),
     ("pairalign.kernels.gpu_backend", "GPUBackend._collect"),

@@ -38,7 +38,6 @@ def run(be, seqs, tb, items, mode="local"):
     sc = Scoring.create("protein")
     job = Job(mode, sc, tb, SortedSet.encode(seqs, sc))
     be.timings.clear()
-    be._bytes = {}
     ALLOC.update(calls=0, seconds=0.0, slow=0)
     t = time.perf_counter()
     batch = run_job(job, be)

@@ -144,3 +144,46 @@ def test_packed_near_16_bit_limit(monkeypatch, mode):
     cpu, gpu = both(seqs, mode=mode, traceback=False)
     assert gpu.scores[0, 1] == 12650
     assert_same(cpu, gpu)
+
+
+@pytest.mark.parametrize("triangle", [True, False])
+@pytest.mark.parametrize("traceback", [True, False])
+def test_layout_kernel_expands_the_plan(triangle, traceback):
+    """``layout_pairs`` on the device writes, entry for entry, what the NumPy
+    twin of gpu_layout computes from the host's plan (couples, wide pairs,
+    whole warps and the rest; 16- and 32-bit windows)."""
+    from pairalign.job import Job, SortedSet
+    from pairalign.kernels.gpu_layout import expand
+    from pairalign.scheduler.windows import plan_windows
+    from pairalign.scoring import Scoring
+
+    rng = np.random.default_rng(4)
+    scoring = Scoring.create("protein")
+    seqs = ["".join(rng.choice(list("ACDEFGHIKLMNPQRSTVWY"), int(k)))
+            for k in rng.integers(1, 3500, 170)]
+    rows = SortedSet.encode(seqs[:100] if not triangle else seqs, scoring)
+    cols = None if triangle else SortedSet.encode(seqs[100:], scoring)
+    job = Job("local", scoring, traceback, rows, cols)
+    be = gpu_backend.GPUBackend()
+    state = be.prepare(job)
+    col_len = job.col_set.lengths
+    seen = set()
+    for w in plan_windows(job.rows.lengths, None if triangle else col_len, 64):
+        plan = be._plan(job, w)
+        with be.device, be.cp.cuda.Stream(non_blocking=True) as stream:
+            rows_d, cols_d, npairs, lay = be._layout(job, state, w, stream)
+            stream.synchronize()
+        want = expand(plan, job.rows.lengths, col_len, state["col_base"], traceback)
+        got = {"rows": rows_d, "cols": cols_d, "off": lay["off"], "boff": lay["boff"],
+               "op_off": lay["op_off"]}
+        for k, v in want.items():
+            if v is None:
+                assert got[k] is None
+            else:
+                assert np.array_equal(got[k].get(), v), (w, k)
+        assert np.array_equal(lay["warp_m"].get(), plan.warp_m)
+        seen.add((plan.npack > 0, plan.nwide > plan.npack, npairs > plan.nwide,
+                  job.score_dtype(w).itemsize))
+    kinds = {k for s in seen for k, on in zip(("packed", "wide", "narrow"), s[:3]) if on}
+    assert kinds == ({"wide", "narrow"} if traceback else {"packed", "wide", "narrow"})
+    assert {s[3] for s in seen} == {2, 4}

@@ -1,71 +1,171 @@
 """The GPU backend's host-side code on the CPU, no device needed: a window's
-launch order (its array code runs on NumPy as on CuPy) and downloads through
-the staging buffer (CuPy's copy calls done on host memory)."""
+launch plan (order and buffer sizes, expanded by the NumPy twin of the device
+kernel ``layout_pairs``) and downloads through the staging buffer (CuPy's copy
+calls done on host memory)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from pairalign.kernels import gpu_backend
 from pairalign.kernels.gpu_backend import GPUBackend
+from pairalign.kernels.gpu_layout import expand, plan_window
+from pairalign.scheduler.windows import Window
 
 
-@pytest.fixture
-def backend():
-    be = object.__new__(GPUBackend)  # no CUDA: only the array module
-    be.cp = np
-    return be
+STEPS = 2048
 
 
-def window(rng, rows=7, cols=90, triangle=False, longest=900):
-    """Row-major pairs of a window, targets sorted longest first as in a job."""
-    lengths = np.sort(rng.integers(1, longest, max(rows, cols)))[::-1]
-    r = np.repeat(np.arange(rows), cols)
-    c = np.tile(np.arange(cols), rows)
-    if triangle:
-        keep = r < c
-        r, c = r[keep], c[keep]
-    return r.astype(np.int32), lengths[r].astype(np.int64), lengths[c].astype(np.int64)
+def lengths_sorted(rng, count, longest):
+    """Sequence lengths as a job holds them: longest first."""
+    return np.sort(rng.integers(1, longest, count))[::-1].astype(np.int64)
 
 
-@pytest.mark.parametrize("seed", range(4))
+def fits_below(limit):
+    """A 16-bit fit that holds for every target shorter than ``limit + 1``
+    (the kernels' rule is monotone in the same way)."""
+    return lambda n, m: np.asarray(m) <= limit
+
+
+def expanded(rows_len, cols_len, w, traceback, steps=STEPS, fits16=None, score_bytes=2,
+             col_base=0):
+    plan = plan_window(rows_len, cols_len, w, traceback=traceback, wide_steps=steps,
+                       fits16=fits16, score_bytes=score_bytes)
+    return plan, expand(plan, rows_len, cols_len, col_base, traceback)
+
+
+def check_plan(plan, lay, rows_len, cols_len, w, traceback, steps, fits16, col_base=0):
+    """Every pair once, in the launch order of gpu_layout's docstring, with
+    buffers that neither overlap nor fall short of what the kernels write."""
+    r, c = lay["rows"].astype(np.int64), lay["cols"].astype(np.int64) - col_base
+    n, m = rows_len[r], cols_len[c]
+    # every pair of the window once
+    rr, cc = np.meshgrid(np.arange(w.r0, w.r1), np.arange(w.c0, w.c1), indexing="ij")
+    keep = rr < cc if w.triangle else np.ones(rr.shape, bool)
+    want = np.sort(rr[keep] * 100000 + cc[keep])
+    assert plan.npairs == want.size and np.array_equal(np.sort(r * 100000 + c), want)
+    nwide, npack = plan.nwide, plan.npack
+    is_wide = ((n + 7) // 8 * m >= steps) if steps is not None else np.zeros(n.size, bool)
+    assert is_wide[:nwide].all() and not is_wide[nwide:].any()
+    # couples: two neighbouring targets of one row, both fit, the longer first
+    assert npack % 2 == 0
+    if fits16 is None:
+        assert npack == 0
+    fit = np.asarray(fits16(n, m), bool) if fits16 is not None else np.zeros(n.size, bool)
+    a, b = slice(0, npack, 2), slice(1, npack, 2)
+    assert fit[:npack].all() and (r[a] == r[b]).all() and (c[b] == c[a] + 1).all()
+    assert (m[a] >= m[b]).all()
+    # the other wide pairs row-major, at most one that fits a row (no partner)
+    key = r * 100000 + c
+    assert (np.diff(key[npack:nwide]) > 0).all()
+    others = slice(npack, nwide)
+    if fits16 is not None:
+        assert np.bincount(r[others][fit[others]], minlength=w.r1).max(initial=0) <= 1
+        # every row packs all of its fitting wide pairs but one at most
+        per_row = np.bincount(r[:nwide][fit[:nwide]], minlength=w.r1)
+        assert (np.bincount(r[:npack], minlength=w.r1) >= per_row - 1).all()
+    # narrow: each row's first pairs in whole warps of 32, then the rest by length
+    nr, nc = r[nwide:], c[nwide:]
+    grouped = []
+    for row in np.unique(nr):
+        cols = np.sort(nc[nr == row])
+        grouped += [(row, x) for x in cols[:cols.size - cols.size % 32]]
+    g = len(grouped)
+    assert list(zip(nr[:g].tolist(), nc[:g].tolist())) == [tuple(map(int, x)) for x in grouped]
+    rest = np.stack([-m[nwide + g:], -n[nwide + g:]], 1)
+    assert (np.diff(rest[:, 0]) >= 0).all()
+    assert all(tuple(x) <= tuple(y) for x, y in zip(rest[:-1], rest[1:]))
+    # buffers: each pair's (or warp's) share, back to back
+    off, boff = lay["off"], lay["boff"]
+    f = 4 // plan.score_bytes
+    bands = ((n[:nwide] + 7) // 8 + 31) // 32
+    tb = bands * (m[:nwide] + 31) * 32 if traceback else 0 * n[:nwide]
+    assert np.array_equal(np.diff(off[:nwide + 1]), tb)
+    bnd = m[:nwide] + 1
+    bnd[a] = f * (m[a] + 1)
+    bnd[b] = 0
+    assert np.array_equal(np.diff(boff[:nwide + 1]), bnd)
+    nwarps = -(-(plan.npairs - nwide) // 32)
+    pad = nwarps * 32 - (plan.npairs - nwide)
+    wn = np.append(n[nwide:], np.zeros(pad, np.int64)).reshape(nwarps, 32).max(axis=1)
+    wm = np.append(m[nwide:], np.zeros(pad, np.int64)).reshape(nwarps, 32).max(axis=1)
+    assert np.array_equal(plan.warp_m, wm)
+    assert np.array_equal(np.diff(off[nwide:]), (wn + 7) // 8 * wm * 32 if traceback else 0 * wm)
+    assert np.array_equal(np.diff(boff[nwide:]), (wm + 1) * 32)
+    assert off[0] == 0 and boff[0] == 0
+    assert off[-1] == plan.tb_words and boff[-1] == plan.bnd
+    if traceback:
+        op = lay["op_off"]
+        assert op[0] == 0 and np.array_equal(np.diff(op), n + m) and op[-1] == plan.ops
+    else:
+        assert lay["op_off"] is None and plan.ops == 0
+    assert plan.bytes == (4 * plan.tb_words + 2 * plan.score_bytes * plan.bnd
+                          + 5 * plan.ops + 64 * plan.npairs)
+
+
+@pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("triangle", [False, True])
 @pytest.mark.parametrize("longest", [300, 900])
-def test_pair_order_couples_and_warps(backend, seed, triangle, longest):
+@pytest.mark.parametrize("traceback", [False, True])
+def test_plan_orders_pairs_and_sizes_buffers(seed, triangle, longest, traceback):
     rng = np.random.default_rng(seed)
-    rows, n, m = window(rng, triangle=triangle, longest=longest)
-    wide = (n + 7) // 8 * m >= 2048
-    packed = wide & (rng.random(rows.size) < 0.8)
-    order, npack = backend._pair_order(rows, n, m, wide, packed)
-    # every pair once
-    assert np.array_equal(np.sort(order), np.arange(rows.size))
-    nwide = int(wide.sum())
-    # packed pairs first, in couples of one row, adjacent targets of that row
-    assert npack % 2 == 0 and packed[order[:npack]].all()
-    first, second = order[:npack:2], order[1:npack:2]
-    assert (rows[first] == rows[second]).all() and (second > first).all()
-    assert (m[first] >= m[second]).all()  # the couple's first target is the longer
-    # each row leaves at most one packed pair uncoupled, among the other wide ones
-    left = order[npack:nwide]
-    assert wide[left].all() and np.bincount(rows[left[packed[left]]], minlength=7).max() <= 1
-    assert (np.diff(left) > 0).all()  # row-major
-    # then the narrow ones: each row's first pairs in whole warps of 32, in row
-    # order, then what is left of every row, longest targets first
-    narrow = order[nwide:]
-    pool = np.flatnonzero(~wide)
-    grouped = [pool[rows[pool] == r][:k - k % 32]
-               for r, k in zip(*np.unique(rows[pool], return_counts=True))]
-    grouped = np.concatenate(grouped) if grouped else pool[:0]
-    assert np.array_equal(narrow[:len(grouped)], grouped)
-    assert (np.diff(m[narrow[len(grouped):]]) <= 0).all()
+    count = 150
+    rows_len = lengths_sorted(rng, count, longest)
+    cols_len = rows_len if triangle else lengths_sorted(rng, count + 37, longest)
+    r0, c0 = (16, 16) if triangle else (16, 5)
+    w = Window(r0, r0 + 48, c0, c0 + 120 if not triangle else r0 + 120, triangle, 0, 0)
+    # about 60% of the pairs narrow; all but the longest targets fit 16 bits
+    steps = int(np.quantile((rows_len[w.r0:w.r1, None] + 7) // 8 * cols_len[w.c0:w.c1], 0.6))
+    fits16 = None if traceback else fits_below(int(np.quantile(cols_len[w.c0:w.c1], 0.8)))
+    plan, lay = expanded(rows_len, cols_len, w, traceback, steps, fits16,
+                         score_bytes=2 if seed % 2 else 4, col_base=0 if triangle else count)
+    assert plan.nwide and plan.npairs > plan.nwide
+    if fits16 is not None:
+        assert plan.npack
+    check_plan(plan, lay, rows_len, cols_len, w, traceback, steps, fits16,
+               col_base=0 if triangle else count)
 
-def test_pair_order_without_packing_keeps_wide_first(backend):
-    rows, n, m = window(np.random.default_rng(9))
-    wide = (n + 7) // 8 * m >= 2048
-    order, npack = backend._pair_order(rows, n, m, wide, None)
-    assert npack == 0
-    assert wide[order[:wide.sum()]].all() and not wide[order[wide.sum():]].any()
-    assert np.array_equal(np.sort(order), np.arange(rows.size))
+
+@pytest.mark.parametrize("steps", [None, 1, 1 << 40])
+def test_plan_all_wide_or_all_narrow(steps):
+    """No wide pairs (the warp kernels cannot hold the matrix, or none is
+    long enough) and every pair wide: the same rules hold."""
+    rng = np.random.default_rng(5)
+    lengths = lengths_sorted(rng, 90, 700)
+    w = Window(0, 90, 0, 90, True, 0, 0)
+    plan, lay = expanded(lengths, lengths, w, True, steps=steps)
+    assert plan.nwide == (plan.npairs if steps == 1 else 0)
+    check_plan(plan, lay, lengths, lengths, w, True, steps, None)
+
+
+def test_plan_of_a_job_sizes_windows_without_a_device():
+    """The backend fits windows to memory from the plan alone (no CuPy), with
+    the job's own 16-bit rule."""
+    from pairalign.job import Job, SortedSet
+    from pairalign.scheduler.windows import plan_windows
+    from pairalign.scoring import Scoring
+
+    rng = np.random.default_rng(2)
+    scoring = Scoring.create("protein")
+    # up to 3,500 residues: the longest pairs' scores need 32 bits
+    seqs = ["".join(rng.choice(list("ACDEFGHIKLMNPQRSTVWY"), int(k)))
+            for k in rng.integers(5, 3500, 150)]
+    job = Job("local", scoring, False, SortedSet.encode(seqs, scoring))
+    be = object.__new__(GPUBackend)
+    be._plans = {}
+    lengths = job.rows.lengths
+    packed = unpacked = 0
+    for w in plan_windows(lengths, None, 64):
+        plan = be._plan(job, w)
+        assert be.window_bytes(job, w) == plan.bytes
+        lay = expand(plan, lengths, lengths, 0, False)
+        check_plan(plan, lay, lengths, lengths, w, False, gpu_backend.WIDE_STEPS_SCORE_ONLY,
+                   job.scoring.fits_int16)
+        assert plan.npairs == w.pairs
+        packed += plan.npack
+        unpacked += plan.nwide - plan.npack
+    assert packed and unpacked
 
 
 class _DeviceArray:

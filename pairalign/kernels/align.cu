@@ -687,3 +687,57 @@ walk(
     out_ident[p] = ident;
     out_alen[p] = length;
 }
+
+// A window's pairs in launch order from the host's plan (gpu_layout.py, whose
+// expand() is this kernel in NumPy). Segment columns: first position, row,
+// first column, kind (1: couple), first traceback word, first boundary entry,
+// first operation slot, pairs. Columns are sorted positions of the column set,
+// joined at col_base; q2 sums every other column length (stride2_prefix).
+#define SEG_COLS 8
+extern "C" __global__ void __launch_bounds__(256)
+layout_pairs(
+     const long long* __restrict__ seg, const int nseg, const int npairs, const int nwide,
+     const int col_base, const long long* __restrict__ offsets,
+     const long long* __restrict__ q2, const int couple_scale, const int want_tb,
+     int* __restrict__ rows, int* __restrict__ cols, long long* __restrict__ off,
+     long long* __restrict__ boff, long long* __restrict__ op_off)
+{
+    const int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >= npairs) return;
+    int lo = 0, hi = nseg - 1;  // the last segment starting at or before p
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) / 2;
+        if (seg[(long long)mid * SEG_COLS] <= p) lo = mid; else hi = mid - 1;
+    }
+    const long long* s = seg + (long long)lo * SEG_COLS;
+    const long long i = p - s[0];
+    const int r = (int)s[1], c0 = (int)s[2], c = c0 + (int)i;
+    const long long n = offsets[r + 1] - offsets[r];
+    const long long span = offsets[col_base + c] - offsets[col_base + c0];
+    rows[p] = r;
+    cols[p] = col_base + c;
+    if (want_tb) op_off[p] = s[6] + i * n + span;
+    if (p < nwide) {
+        const long long bands = ((n + STRIPE - 1) / STRIPE + 31) / 32;
+        off[p] = s[4] + (want_tb ? bands * 32 * (span + 31 * i) : 0);
+        const long long h = (i + 1) / 2;
+        boff[p] = s[5] + (s[3] == 1 ? couple_scale * (q2[c0 + 2 * h] - q2[c0] + h) : span + i);
+    }
+}
+
+// Operations from each pair's slots (sized by a bound, at src_off) to their
+// places in the compacted arrays (dst_off, npairs + 1 entries): a warp a pair.
+extern "C" __global__ void __launch_bounds__(256)
+compact_ops(
+     const long long* __restrict__ src_off, const long long* __restrict__ dst_off,
+     const int npairs, const unsigned char* __restrict__ code, const int* __restrict__ len,
+     unsigned char* __restrict__ out_code, int* __restrict__ out_len)
+{
+    const long long p = ((long long)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    if (p >= npairs) return;
+    const long long s = src_off[p], d = dst_off[p], k = dst_off[p + 1] - d;
+    for (long long x = threadIdx.x % 32; x < k; x += 32) {
+        out_code[d + x] = code[s + x];
+        out_len[d + x] = len[s + x];
+    }
+}

@@ -11,10 +11,10 @@ from typing import Iterable, Iterator
 import numpy as np
 
 from ..job import Job
-from ..pairs import PairBatch, _ranges
+from ..pairs import PairBatch, _offsets
 from ..scheduler.windows import BLOCK, Window
+from .gpu_layout import STRIPE, LayoutPlan, plan_window, stride2_prefix
 
-STRIPE = 8
 THREADS = 256
 #: Windows in flight at once, each on its own stream (and its share of memory).
 DEPTH = 4
@@ -74,7 +74,7 @@ class GPUBackend:
         self.devices = list(devices) if devices else [0]
         self.device = cp.cuda.Device(self.devices[0])
         self._modules: dict = {}
-        self._bytes: dict = {}
+        self._plans: dict = {}
         self._states: dict = {}
         self._hp = None
         self._opted: set = set()
@@ -137,12 +137,7 @@ class GPUBackend:
 
     def window_bytes(self, job: Job, w: Window) -> int:
         """Device bytes a window takes (traceback, boundary rows, operations, results)."""
-        key = (id(job), w)
-        if key not in self._bytes:
-            with self.device, self._host_stream():
-                _, _, _, layout = self._layout(job, self._state(job), w)
-            self._bytes[key] = layout["bytes"]
-        return self._bytes[key]
+        return self._plan(job, w).bytes
 
     def device_budget(self) -> int:
         """Device bytes one window may take: of what is free, a share for each
@@ -235,122 +230,65 @@ class GPUBackend:
             state = {"codes": cp.asarray(codes), "offsets": cp.asarray(offsets),
                      "lengths": cp.asarray(np.diff(offsets).astype(np.int32)),
                      "col_base": col_base,
-                     "matrix": cp.asarray(job.scoring.matrix.astype(np.int32))}
+                     "matrix": cp.asarray(job.scoring.matrix.astype(np.int32)),
+                     "q2": cp.asarray(stride2_prefix(job.col_set.lengths))}
         self._states = {"job": job, "state": state}
-        self._bytes = {}
+        self._plans = {}
         return state
 
-    def _whole_groups(self, rows, picked, size: int):
-        """Of the pairs ``picked`` (indices, row-major), those that fill whole
-        groups of ``size`` within their row, and the rest."""
-        cp = self.cp
-        r = rows[picked]
-        first = cp.searchsorted(r, r, side="left")
-        pos = cp.arange(r.size, dtype=cp.int64) - first
-        count = cp.searchsorted(r, r, side="right") - first
-        whole = pos < count - count % size
-        return picked[whole], picked[~whole]
+    def _plan(self, job: Job, w: Window) -> LayoutPlan:
+        """The host's plan of a window's launch (:mod:`.gpu_layout`): sizes from
+        lengths alone, so that fitting windows to memory needs no device work;
+        kept for the window's launch."""
+        key = (id(job), w)
+        plan = self._plans.get(key)
+        if plan is None:
+            limit = WIDE_STEPS if job.traceback else WIDE_STEPS_SCORE_ONLY
+            if not _profile_fits(job.scoring.matrix):
+                limit = None
+            pack = PACKED and not job.traceback and limit is not None
+            plan = plan_window(job.rows.lengths, job.col_set.lengths, w,
+                               traceback=job.traceback, wide_steps=limit,
+                               fits16=job.scoring.fits_int16 if pack else None,
+                               score_bytes=job.score_dtype(w).itemsize)
+            self._plans[key] = plan
+        return plan
 
-    def _pair_order(self, rows, n, m, wide, packed=None):
-        """Launch order of a window's pairs (row-major on entry) and the number
-        packed: the packed ones first, two by two within a row (``fill2``), then
-        the other wide ones, then the narrow ones so that every warp of 32 holds
-        one query and 32 neighbouring targets (lengths sorted, so alike): each
-        row's narrow pairs in whole warps, and what is left of the rows at the
-        end, by length.
-
-        A warp runs as long as its longest pair and its buffers are sized by it:
-        a warp across two rows (the shortest targets of one, the longest of the
-        next) costs up to twice the time and memory.
-        """
+    def _layout(self, job: Job, state: dict, w: Window, stream):
+        """A window's pairs (on the device) in launch order, and each one's share
+        of the buffers (see ``align.cu`` for the two layouts): the host's plan
+        uploaded, then expanded by ``layout_pairs`` on ``stream``, ahead of the
+        fill (the caller makes ``stream`` current); nothing waits."""
         cp = self.cp
-        if wide is None:
-            narrow = cp.arange(rows.size, dtype=cp.int64)
-        else:
-            narrow = cp.flatnonzero(~wide)
-        grouped, rest = self._whole_groups(rows, narrow, 32)
-        rest = rest[cp.argsort(-(m[rest] * (1 << 24) + n[rest]))]
-        parts = [grouped, rest]
-        npack = 0
-        if wide is not None:
-            if packed is None:
-                parts.insert(0, cp.flatnonzero(wide))
-            else:
-                couples, single = self._whole_groups(rows, cp.flatnonzero(packed), 2)
-                others = cp.sort(cp.concatenate([cp.flatnonzero(wide & ~packed), single]))
-                parts[:0] = [couples, others]
-                npack = int(couples.size)
-        return cp.concatenate(parts), npack
+        plan = self._plans.pop((id(job), w), None) or self._plan(job, w)
+        npairs, nwide = plan.npairs, plan.nwide
 
-    def _layout(self, job: Job, state: dict, w: Window):
-        """Pairs of a window (on the device), wide ones first, and each one's share
-        of the buffers (see ``align.cu`` for the two layouts)."""
-        cp = self.cp
-        r = cp.arange(w.r0, w.r1, dtype=cp.int32)
-        c = cp.arange(w.c0, w.c1, dtype=cp.int32)
-        rows = cp.repeat(r, len(c))
-        cols = cp.tile(c, len(r))
-        if w.triangle:
-            keep = rows < cols
-            rows, cols = rows[keep], cols[keep]
-        cols += state["col_base"]
-        n = state["lengths"][rows].astype(cp.int64)
-        m = state["lengths"][cols].astype(cp.int64)
-        limit = WIDE_STEPS if job.traceback else WIDE_STEPS_SCORE_ONLY
-        nwide = 0
-        wide = packed = None
-        if limit is not None and _profile_fits(job.scoring.matrix):
-            wide = (n + STRIPE - 1) // STRIPE * m >= limit
-            nwide = int(cp.count_nonzero(wide))
-            if PACKED and not job.traceback:
-                packed = wide & job.scoring.fits_int16(n, m)
-        order, npack = self._pair_order(rows, n, m, wide if nwide else None, packed)
-        if npack:
-            # columns are sorted, so a couple's first target is the longer and
-            # its fit was checked; should a caller's order differ, pack nothing
-            o = order[:npack]
-            longer = cp.maximum(m[o[0::2]], m[o[1::2]])
-            if not bool(job.scoring.fits_int16(n[o[0::2]], longer).all()):
-                order, npack = self._pair_order(rows, n, m, wide, None)
-        rows, cols, n, m = rows[order], cols[order], n[order], m[order]
-        npairs = int(rows.size)
-        # wide pairs: bands of 32 stripes, each (m + 31) steps of 32 words
-        bands = ((n[:nwide] + STRIPE - 1) // STRIPE + 31) // 32
-        wide_tb = bands * (m[:nwide] + 31) * 32
-        wide_bnd = m[:nwide] + 1
-        itemsize = job.score_dtype(w).itemsize
-        if npack:
-            # a couple's top row: both pairs in one 32-bit word per column, at
-            # its first pair's offset
-            longer = cp.maximum(m[:npack:2], m[1:npack:2])
-            wide_bnd[:npack:2] = (longer + 1) * (4 // itemsize)
-            wide_bnd[1:npack:2] = 0
-        # narrow pairs: per warp of 32, sized by the warp's longest
-        nn, mm = n[nwide:], m[nwide:]
-        nwarps = -(-(npairs - nwide) // 32)
-        pad = nwarps * 32 - (npairs - nwide)
-        wn = cp.concatenate([nn, cp.zeros(pad, cp.int64)]).reshape(nwarps, 32).max(axis=1)
-        wm = cp.concatenate([mm, cp.zeros(pad, cp.int64)]).reshape(nwarps, 32).max(axis=1)
-        narrow_tb = (wn + STRIPE - 1) // STRIPE * wm * 32
-        narrow_bnd = (wm + 1) * 32
-        tb_words = cp.concatenate([wide_tb, narrow_tb])
-        if not job.traceback:
-            tb_words[:] = 0
-        offs = cp.zeros(nwide + nwarps + 1, cp.int64)
-        boffs = cp.zeros(nwide + nwarps + 1, cp.int64)
-        cp.cumsum(tb_words, out=offs[1:])
-        cp.cumsum(cp.concatenate([wide_bnd, narrow_bnd]), out=boffs[1:])
+        def upload(host: np.ndarray, into=None):
+            dev = cp.empty(host.shape, host.dtype) if into is None else into
+            dev.set(host, stream=stream)
+            return dev
+
+        seg = upload(plan.segments)
+        rows, cols = cp.empty(npairs, cp.int32), cp.empty(npairs, cp.int32)
+        off = cp.empty(nwide + plan.warp_off.size, cp.int64)
+        boff = cp.empty(nwide + plan.warp_boff.size, cp.int64)
+        upload(plan.warp_off, off[nwide:])
+        upload(plan.warp_boff, boff[nwide:])
         op_off = None
         if job.traceback:
-            op_off = cp.zeros(npairs + 1, cp.int64)
-            cp.cumsum(n + m, out=op_off[1:])
-        totals = cp.stack([offs[-1], boffs[-1],
-                           op_off[-1] if op_off is not None else offs[0]]).get()
-        layout = {"npairs": npairs, "nwide": nwide, "npack": npack, "off": offs, "boff": boffs,
-                  "warp_m": wm.astype(cp.int32), "tb_words": int(totals[0]),
-                  "bnd": int(totals[1]), "ops": int(totals[2]), "op_off": op_off}
-        layout["bytes"] = (4 * layout["tb_words"] + 2 * itemsize * layout["bnd"]
-                           + 5 * layout["ops"] + 64 * npairs)
+            op_off = cp.empty(npairs + 1, cp.int64)
+            upload(np.array([plan.ops], np.int64), op_off[npairs:])
+        if npairs:
+            self._module(job.score_dtype(w)).get_function("layout_pairs")(
+                (-(-npairs // THREADS),), (THREADS,),
+                (seg, np.int32(len(plan.segments)), np.int32(npairs), np.int32(nwide),
+                 np.int32(state["col_base"]), state["offsets"], state["q2"],
+                 np.int32(4 // plan.score_bytes), np.int32(job.traceback), rows, cols, off,
+                 boff, op_off if op_off is not None else off))
+        layout = {"npairs": npairs, "nwide": nwide, "npack": plan.npack, "off": off,
+                  "boff": boff, "warp_m": upload(plan.warp_m), "tb_words": plan.tb_words,
+                  "bnd": plan.bnd, "ops": plan.ops, "op_off": op_off, "seg": seg,
+                  "bytes": plan.bytes}
         return rows, cols, npairs, layout
 
     def run_window(self, job: Job, state: dict, w: Window) -> PairBatch:
@@ -382,18 +320,15 @@ class GPUBackend:
         dtype = job.score_dtype(w)
         mod = self._module(dtype)
         sc = job.scoring
-        h = {"w": w, "stream": stream, "ev": [cp.cuda.Event() for _ in range(6)]}
-        with self._host_stream():
+        h = {"w": w, "stream": stream, "ev": [cp.cuda.Event() for _ in range(5)]}
+        with stream:
             h["ev"][3].record()
             t = time.perf_counter()
-            d_row, d_col, npairs, lay = self._layout(job, state, w)
+            d_row, d_col, npairs, lay = self._layout(job, state, w, stream)
             self._add("layout", time.perf_counter() - t)
-            h["ev"][5].record()
-        # the layout's arrays live until the window is collected: freed earlier,
-        # the pool of the stream that made them could hand them out mid-fill
-        h["lay"] = lay
-        stream.wait_event(h["ev"][5])
-        with stream:
+            # the layout's arrays live until the window is collected: freed
+            # earlier, the pool could hand them out mid-fill
+            h["lay"] = lay
             h["rows"], h["cols"], h["npairs"] = d_row, d_col, npairs
             h["col_base"] = state["col_base"]
             nwide = lay["nwide"]
@@ -460,24 +395,28 @@ class GPUBackend:
         self._add("wait", time.perf_counter() - t_wait)
         with self._host_stream():
             t_host = time.perf_counter()
-            if job.traceback:
-                counts = h["nops"].astype(cp.int64)
-                gather = _ranges(h["off"][:-1], counts, xp=cp)
-                offs = cp.zeros(npairs + 1, cp.int64)
-                cp.cumsum(counts, out=offs[1:])
-                code, length = h["code"][gather], h["len"][gather]
             names = ["rows", "cols", "score", "ei", "ej"]
             if job.traceback:
                 names += ["qb", "tb", "ident", "alen"]
             arrays = [h[k] for k in names]
             if job.traceback:
-                arrays += [offs, code, length]
+                # the operations, squeezed from their slots (bound n + m a pair)
+                offs_h = _offsets(self._download([h["nops"]])[0])
+                offs = cp.empty(offs_h.shape, offs_h.dtype)
+                offs.set(offs_h, stream=self._host_stream())
+                code = cp.empty(int(offs_h[-1]), cp.uint8)
+                length = cp.empty(int(offs_h[-1]), cp.int32)
+                if npairs:
+                    self._module(job.score_dtype(h["w"])).get_function("compact_ops")(
+                        (-(-npairs * 32 // THREADS),), (THREADS,),
+                        (h["off"], offs, np.int32(npairs), h["code"], h["len"], code, length))
+                arrays += [code, length]
             if PINNED_DOWNLOADS:
                 got = self._download(arrays)
             else:
                 got = [a.get() for a in arrays]
             if job.traceback:
-                qb_h, tb_h, ident_h, alen_h, offs_h, code_h, len_h = got[5:]
+                qb_h, tb_h, ident_h, alen_h, code_h, len_h = got[5:]
             else:
                 qb_h = tb_h = ident_h = alen_h = np.full(npairs, -1, np.int32)
                 offs_h = np.zeros(npairs + 1, np.int64)

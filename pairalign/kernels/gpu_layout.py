@@ -1,0 +1,261 @@
+"""A window's launch layout, planned on the host from sequence lengths alone.
+
+The GPU kernels (``align.cu``) take a window's pairs in a launch order, each
+with its share of the traceback words, boundary rows and operation slots. Since
+sequences are sorted longest first, each row's pairs fall into runs of
+consecutive targets: the wide ones first (longest targets), among them the ones
+packed two per warp (whose scores fit 16 bits: the shortest of the wide), then
+the narrow ones. The plan therefore describes a window by *segments* (one row,
+a run of consecutive targets, a kind, and the offsets at which the run starts)
+and computes every total from column prefix sums, in work proportional to the
+window's rows. The device kernel ``layout_pairs`` expands the segments to one
+entry per pair; :func:`expand` is the same arithmetic in NumPy, its
+specification.
+
+Launch order (see :class:`LayoutPlan`):
+
+1. couples: each row's packed pairs two by two (``fill2``), rows in order;
+2. the other wide pairs, row-major (a row's unpacked wide targets, then its
+   packed pair left without a partner, if any);
+3. the narrow pairs of each row in whole warps of 32 (one query, 32
+   neighbouring targets), rows in order;
+4. what is left of each row's narrow pairs (fewer than 32 a row), longest
+   targets first, one segment each.
+
+A warp runs as long as its longest pair and its buffers are sized by it, so a
+warp across two rows (the shortest targets of one, the longest of the next)
+would cost up to twice the time and memory: hence the whole warps of step 3.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from ..pairs import _ranges
+from ..scheduler.windows import Window
+
+STRIPE = 8
+#: Segment kinds (the ``kind`` column of :attr:`LayoutPlan.segments`).
+WIDE, COUPLE, NARROW = 0, 1, 2
+#: Columns of :attr:`LayoutPlan.segments`.
+POS, ROW, COL, KIND, TB, BND, OPS, COUNT = range(8)
+
+
+@dataclass(frozen=True)
+class LayoutPlan:
+    """A window's pairs in launch order, as segments, and its buffer sizes.
+
+    Attributes
+    ----------
+    segments : numpy.ndarray
+        ``(nseg, 8)`` int64, in launch order: first launch position, row,
+        first column (sorted positions, columns without the job's column
+        base), kind, then the segment's first traceback word, boundary entry
+        and operation slot (wide pairs' words and entries; narrow pairs'
+        are per warp), and its number of pairs.
+    npairs, nwide, npack : int
+        Pairs; wide ones (the first ``nwide``, couples included); packed ones
+        (the first ``npack``, an even number).
+    warp_off, warp_boff : numpy.ndarray
+        ``nwarps + 1`` int64: the traceback word and boundary entry at which
+        each narrow warp's block starts, and the totals last.
+    warp_m : numpy.ndarray
+        int32, each narrow warp's longest target.
+    tb_words, bnd, ops : int
+        Traceback words (uint32), boundary entries (one score each, H and F
+        alike) and operation slots the window needs.
+    score_bytes : int
+        Bytes of one boundary entry (2 for 16-bit scores, 4 for 32-bit).
+    """
+
+    segments: np.ndarray
+    npairs: int
+    nwide: int
+    npack: int
+    warp_off: np.ndarray
+    warp_boff: np.ndarray
+    warp_m: np.ndarray
+    tb_words: int
+    bnd: int
+    ops: int
+    score_bytes: int
+
+    @property
+    def bytes(self) -> int:
+        """Device bytes of the window (traceback, two boundary rows,
+        operations, per-pair indices and results)."""
+        return (4 * self.tb_words + 2 * self.score_bytes * self.bnd + 5 * self.ops
+                + 64 * self.npairs)
+
+
+def stride2_prefix(lengths: np.ndarray) -> np.ndarray:
+    """``q[c]`` = sum of ``lengths[c']`` over ``c' < c`` of the parity of ``c``
+    (``len + 2`` entries), so that ``q[c + 2k] - q[c]`` sums every other length
+    from ``c``: the couples' boundary rows, sized by each couple's first target."""
+    lengths = np.asarray(lengths, np.int64)
+    q = np.zeros(len(lengths) + 2, np.int64)
+    np.cumsum(lengths[0::2], out=q[2::2])
+    np.cumsum(lengths[1::2], out=q[3::2])
+    return q
+
+
+def _first_fit(n: np.ndarray, lengths: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+               fits: Callable) -> np.ndarray:
+    """Per row, the first column of ``[lo, hi)`` whose pair ``fits`` (``hi``
+    where none does); ``fits(n, m)`` holds for every shorter target once it
+    holds for one, and columns are sorted longest first."""
+    lo, hi = lo.copy(), hi.copy()
+    while True:
+        open_ = lo < hi
+        if not open_.any():
+            return lo
+        mid = (lo + hi) // 2
+        ok = np.asarray(fits(n, lengths[np.minimum(mid, len(lengths) - 1)]), bool)
+        hi = np.where(open_ & ok, mid, hi)
+        lo = np.where(open_ & ~ok, mid + 1, lo)
+
+
+def plan_window(row_lengths: np.ndarray, col_lengths: np.ndarray, w: Window, *,
+                traceback: bool, wide_steps: int | None, fits16: Callable | None,
+                score_bytes: int) -> LayoutPlan:
+    """The launch layout of window ``w``.
+
+    Parameters
+    ----------
+    row_lengths, col_lengths : numpy.ndarray
+        Lengths of the job's row and column sequences, sorted longest first.
+    w : Window
+        The window (a triangle keeps the pairs ``row < col``).
+    traceback : bool
+        Whether the window writes traceback words and operations.
+    wide_steps : int or None
+        Pairs of at least this many column steps (``ceil(n / 8) * m``) are
+        wide, one warp each; None: none is.
+    fits16 : callable or None
+        ``fits16(n, m)``: whether the scores of pairs of these lengths fit 16
+        bits; wide pairs that fit are packed two per warp. None: none is.
+    score_bytes : int
+        Bytes of one boundary entry.
+    """
+    rows_len = np.asarray(row_lengths, np.int64)
+    cols_len = np.asarray(col_lengths, np.int64)
+    col_prefix = np.zeros(len(cols_len) + 1, np.int64)
+    np.cumsum(cols_len, out=col_prefix[1:])
+    q2 = stride2_prefix(cols_len)
+
+    r = np.arange(w.r0, w.r1, dtype=np.int64)
+    n = rows_len[r]
+    a = np.maximum(w.c0, r + 1) if w.triangle else np.full(r.size, w.c0, np.int64)
+    a = np.minimum(a, w.c1)
+    count = w.c1 - a
+    if wide_steps is None:
+        nw = np.zeros(r.size, np.int64)
+    else:
+        steps = (n + STRIPE - 1) // STRIPE
+        least = np.where(steps > 0, -(-wide_steps // np.maximum(steps, 1)), np.iinfo(np.int64).max)
+        # columns c0.. with a target at least `least` long (sorted longest first)
+        longer = np.searchsorted(-cols_len[w.c0:w.c1], -least, side="right")
+        nw = np.clip(w.c0 + longer - a, 0, count)
+    npk = np.zeros(r.size, np.int64)
+    if fits16 is not None and nw.any():
+        npk = a + nw - _first_fit(n, cols_len, a, a + nw, fits16)
+    unpacked = nw - npk
+    coupled = npk - npk % 2
+    nn = count - nw
+    grouped = nn - nn % 32
+    left = nn % 32
+
+    # rest (step 4): one segment per pair, longest target first, then longest query
+    rest_r = np.repeat(r, left)
+    rest_c = _ranges(a + nw + grouped, left)
+    key = cols_len[rest_c] * (1 << 24) + rows_len[rest_r]
+    by = np.argsort(-key, kind="stable")
+    rest_r, rest_c = rest_r[by], rest_c[by]
+
+    pieces = [  # (rows, first columns, pairs, kind) in launch order
+        (r, a + unpacked, coupled, COUPLE),
+        (np.repeat(r, 2), np.stack([a, a + nw - 1], 1).ravel(),
+         np.stack([unpacked, npk % 2], 1).ravel(), WIDE),
+        (r, a + nw, grouped, NARROW),
+        (rest_r, rest_c, np.ones(rest_r.size, np.int64), NARROW),
+    ]
+    seg_r, seg_c, seg_n = (np.concatenate([piece[k] for piece in pieces]) for k in range(3))
+    seg_kind = np.concatenate([np.full(len(piece[0]), piece[3], np.int64) for piece in pieces])
+    keep = seg_n > 0
+    seg_r, seg_c, seg_n, seg_kind = seg_r[keep], seg_c[keep], seg_n[keep], seg_kind[keep]
+
+    seg_len = rows_len[seg_r]
+    span = col_prefix[seg_c + seg_n] - col_prefix[seg_c]  # sum of the targets' lengths
+    wide = seg_kind != NARROW
+    bands = ((seg_len + STRIPE - 1) // STRIPE + 31) // 32
+    tb = np.where(wide, bands * 32 * (span + 31 * seg_n), 0) if traceback else 0 * seg_n
+    couple_rows = (4 // score_bytes) * (q2[seg_c + seg_n] - q2[seg_c] + seg_n // 2)
+    bnd = np.where(seg_kind == COUPLE, couple_rows, np.where(wide, span + seg_n, 0))
+    ops = seg_n * seg_len + span if traceback else 0 * seg_n
+
+    segments = np.zeros((seg_n.size, 8), np.int64)
+    segments[:, ROW], segments[:, COL], segments[:, KIND] = seg_r, seg_c, seg_kind
+    segments[:, COUNT] = seg_n
+    for col, sizes in ((POS, seg_n), (TB, tb), (BND, bnd), (OPS, ops)):
+        np.cumsum(sizes[:-1], out=segments[1:, col])
+
+    # narrow warps: whole ones of one row (step 3), then the rest by 32
+    nwarps_row = grouped // 32
+    warp_r = np.repeat(r, nwarps_row)
+    warp_c = np.repeat(a + nw, nwarps_row) + 32 * _ranges(0 * r, nwarps_row)
+    wn = rows_len[warp_r]
+    wm = cols_len[warp_c]
+    if rest_r.size:
+        starts = np.arange(0, rest_r.size, 32)
+        wn = np.concatenate([wn, np.maximum.reduceat(rows_len[rest_r], starts)])
+        wm = np.concatenate([wm, np.maximum.reduceat(cols_len[rest_c], starts)])
+    warp_tb = (wn + STRIPE - 1) // STRIPE * wm * 32 if traceback else 0 * wm
+    wide_tb = int(tb[wide].sum())
+    wide_bnd = int(bnd[wide].sum())
+    warp_off = np.full(wm.size + 1, wide_tb, np.int64)
+    np.cumsum(warp_tb, out=warp_off[1:])
+    warp_off[1:] += wide_tb
+    warp_boff = np.full(wm.size + 1, wide_bnd, np.int64)
+    np.cumsum((wm + 1) * 32, out=warp_boff[1:])
+    warp_boff[1:] += wide_bnd
+    return LayoutPlan(segments=segments, npairs=int(seg_n.sum()), nwide=int(nw.sum()),
+                      npack=int(coupled.sum()), warp_off=warp_off, warp_boff=warp_boff,
+                      warp_m=wm.astype(np.int32), tb_words=int(warp_off[-1]),
+                      bnd=int(warp_boff[-1]), ops=int(np.sum(ops)), score_bytes=score_bytes)
+
+
+def expand(plan: LayoutPlan, row_lengths: np.ndarray, col_lengths: np.ndarray,
+           col_base: int, traceback: bool) -> dict[str, np.ndarray | None]:
+    """One entry per pair of ``plan``: what the device kernel ``layout_pairs``
+    writes (its specification, in NumPy).
+
+    Returns ``rows`` and ``cols`` (int32, sequence indices in the joined code
+    array: columns after ``col_base``), ``off`` and ``boff`` (int64, the
+    wide pairs' entries then :attr:`LayoutPlan.warp_off` and ``warp_boff``)
+    and ``op_off`` (int64, ``npairs + 1``; None without traceback).
+    """
+    seg = plan.segments
+    rows_len = np.asarray(row_lengths, np.int64)
+    col_prefix = np.zeros(len(col_lengths) + 1, np.int64)
+    np.cumsum(col_lengths, out=col_prefix[1:])
+    q2 = stride2_prefix(col_lengths)
+    p = np.arange(plan.npairs, dtype=np.int64)
+    s = np.searchsorted(seg[:, POS], p, side="right") - 1
+    i = p - seg[s, POS]
+    row, c0 = seg[s, ROW], seg[s, COL]
+    c = c0 + i
+    n = rows_len[row]
+    span = col_prefix[c] - col_prefix[c0]
+    op_off = np.append(seg[s, OPS] + i * n + span, plan.ops) if traceback else None
+    bands = ((n + STRIPE - 1) // STRIPE + 31) // 32
+    off = seg[s, TB] + (bands * 32 * (span + 31 * i) if traceback else 0)
+    half = (i + 1) // 2
+    couple = (4 // plan.score_bytes) * (q2[c0 + 2 * half] - q2[c0] + half)
+    boff = seg[s, BND] + np.where(seg[s, KIND] == COUPLE, couple, span + i)
+    nw = plan.nwide
+    return {"rows": row.astype(np.int32), "cols": (c + col_base).astype(np.int32),
+            "off": np.concatenate([off[:nw], plan.warp_off]),
+            "boff": np.concatenate([boff[:nw], plan.warp_boff]), "op_off": op_off}
