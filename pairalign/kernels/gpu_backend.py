@@ -51,6 +51,15 @@ def _profile_fits(matrix: np.ndarray) -> bool:
     return matrix.shape[0] <= 24 and int(matrix.min()) >= -127 and int(matrix.max()) <= 127
 
 
+def _covered(spans: np.ndarray) -> float:
+    """Length of the union of intervals (rows ``start, end``): the time the GPU
+    had a window's work queued or running."""
+    spans = spans[np.argsort(spans[:, 0])]
+    reach = np.maximum.accumulate(spans[:, 1])
+    gaps = np.maximum(spans[1:, 0] - reach[:-1], 0.0)
+    return float(reach[-1] - spans[0, 0] - gaps.sum())
+
+
 class GPUBackend:
     """CUDA kernels through CuPy (``align.cu``): the smallest pairs one thread
     each, the others a warp each, score-only ones whose scores fit 16 bits two
@@ -79,6 +88,9 @@ class GPUBackend:
         self._hp = None
         self._opted: set = set()
         self._pinned: np.ndarray | None = None
+        self._spans: list = []
+        self._streams: list = []
+        self._origin = None
         self.timings: dict[str, float] = {}
 
     def describe(self) -> str:
@@ -166,6 +178,16 @@ class GPUBackend:
                 self._hp = cp.cuda.Stream(non_blocking=True)
         return self._hp
 
+    def _window_streams(self, depth: int) -> list:
+        """The streams windows run on, the same ones run after run. CuPy's pool
+        keeps freed blocks per stream and keeps them after the stream is gone
+        (cupy/cupy#8068), so streams made for each run would map new memory
+        every run (25 ms for a window's traceback words on the H100) and leave
+        the old blocks cached."""
+        while len(self._streams) < depth:
+            self._streams.append(self.cp.cuda.Stream(non_blocking=True))
+        return self._streams[:depth]
+
     def _staging(self) -> np.ndarray:
         """The pinned buffer that downloads go through, one per backend, of
         :data:`STAGING_BYTES`. Pinning costs in proportion to size (a buffer
@@ -192,10 +214,14 @@ class GPUBackend:
         queued: list[tuple[np.ndarray, int, int, int]] = []  # (dest bytes, at, from, n)
 
         def drain() -> None:
+            t = time.perf_counter()
             stream.synchronize()
+            t1 = time.perf_counter()
             for dst, at, frm, n in queued:
                 dst[at:at + n] = buf[frm:frm + n]
             queued.clear()
+            self._add("d2h", t1 - t)
+            self._add("copy_out", time.perf_counter() - t1)
 
         used = 0
         for a, o in zip(arrays, out):
@@ -303,7 +329,10 @@ class GPUBackend:
         kernels of the next.
         """
         with self.device:
-            streams = [self.cp.cuda.Stream(non_blocking=True) for _ in range(depth)]
+            streams = self._window_streams(depth)
+            self._spans = []
+            self._origin = self.cp.cuda.Event()
+            self._origin.record(streams[0])
             pending: deque = deque()
             for k, w in enumerate(windows):
                 t = time.perf_counter()
@@ -313,6 +342,10 @@ class GPUBackend:
                     yield self._collect(job, pending.popleft())
             while pending:
                 yield self._collect(job, pending.popleft())
+            if self._spans:
+                spans = np.array(self._spans)
+                self._add("gpu_span", float(spans[:, 1].max()))
+                self._add("gpu_busy", _covered(spans))
 
     def _launch(self, job: Job, state: dict, w: Window, stream) -> dict:
         """Queue a window's kernels on ``stream``; returns what collecting needs."""
@@ -434,4 +467,6 @@ class GPUBackend:
         self._add("fill_wide", cp.cuda.get_elapsed_time(ev[0], ev[4]) / 1e3)
         self._add("traceback", cp.cuda.get_elapsed_time(ev[1], ev[2]) / 1e3)
         self._add("cells", float(h["w"].cells))
+        since = [cp.cuda.get_elapsed_time(self._origin, ev[k]) / 1e3 for k in (3, 2)]
+        self._spans.append(since)
         return batch
