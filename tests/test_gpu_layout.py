@@ -117,12 +117,10 @@ def test_plan_orders_pairs_and_sizes_buffers(seed, triangle, longest, traceback)
     w = Window(r0, r0 + 48, c0, c0 + 120 if not triangle else r0 + 120, triangle, 0, 0)
     # about 60% of the pairs narrow; all but the longest targets fit 16 bits
     steps = int(np.quantile((rows_len[w.r0:w.r1, None] + 7) // 8 * cols_len[w.c0:w.c1], 0.6))
-    fits16 = None if traceback else fits_below(int(np.quantile(cols_len[w.c0:w.c1], 0.8)))
+    fits16 = fits_below(int(np.quantile(cols_len[w.c0:w.c1], 0.8)))
     plan, lay = expanded(rows_len, cols_len, w, traceback, steps, fits16,
                          score_bytes=2 if seed % 2 else 4, col_base=0 if triangle else count)
-    assert plan.nwide and plan.npairs > plan.nwide
-    if fits16 is not None:
-        assert plan.npack
+    assert plan.npack and plan.nwide > plan.npack and plan.npairs > plan.nwide
     check_plan(plan, lay, rows_len, cols_len, w, traceback, steps, fits16,
                col_base=0 if triangle else count)
 

@@ -30,8 +30,9 @@
 //   words sized by its own longest pair, word (stripe, j) of lane l at
 //   off[nwide + warp] + (stripe * warp_m + j - 1) * 32 + l.
 //
-// - packed pairs (score only, wide, scores within 16 bits): two pairs of one
-//   query per warp, launched first on their own (fill2, see fill_pack).
+// - packed pairs (wide, scores within 16 bits): two pairs of one query per
+//   warp, launched first on their own (fill2, see fill_pack); with traceback,
+//   each pair's words in the wide layout above.
 //
 // SCORE, the type of the stored boundary row, is int, or short where every score
 // fits (the host checks the bound): half the bytes moved per stripe.
@@ -290,7 +291,7 @@ __device__ __forceinline__ void fill_warp(
 
 // Two pairs of one query, one warp, each register holding a cell of both in its
 // signed 16-bit halves (low: pair p, high: pair p + 1): the wide path's
-// wavefront with every instruction doing two cells. Score only, for pairs whose
+// wavefront with every instruction doing two cells. For pairs whose
 // scores fit 16 bits over the query and the longer target (the host checks);
 // the shorter target's columns past its end score a profile entry of -128,
 // and since no cell depends on a column to its right they change nothing of
@@ -317,7 +318,21 @@ __device__ __forceinline__ unsigned max2(unsigned a, unsigned b) {
     return r;
 }
 
-template <int mode>
+__device__ __forceinline__ unsigned max2_relu(unsigned a, unsigned b) {
+    unsigned r;
+    asm("max.s16x2.relu %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+
+// Where a < b in each half: bits 15 and 31 (SIGNS), from the sign of
+// ~(~a + b) = a - b (sm_90 has no packed subtract). Every difference the
+// traceback takes is of two scores of real cells, or of one and the NEG16
+// start of E and F, and the 16-bit bound keeps it within 16 bits (|score| <
+// 16,000 - go - ge; scoring.INT16_LIMIT).
+#define SIGNS 0x80008000u
+__device__ __forceinline__ unsigned lt2(unsigned a, unsigned b) { return ~add2(~a, b) & SIGNS; }
+
+template <int mode, bool want_tb>
 struct Stripe2 {
     unsigned hl[STRIPE], el[STRIPE];
 
@@ -333,23 +348,56 @@ struct Stripe2 {
     // diagonal terms come first, from the previous column's H before any is
     // overwritten: no register copies (ALU-pipe PRMTs on nvcc 13), and the ALU
     // pipe is what bounds this kernel (ncu: 87% busy).
+    //
+    // With traceback, each cell's nibble (see the top of the file) comes from
+    // sign bits of differences, in both halves at once: E extended where H to
+    // the left < E' - ge, F likewise, e < f, h != d (d < E or F's H), and in
+    // local mode h == 0 (h - 1 < 0). Rows 0-3 collect in `lo`, 4-7 in `hi`,
+    // nibble r % 4 of each half; w0 and w1 are the two pairs' words.
     __device__ __forceinline__ void column(unsigned (&sub)[STRIPE], unsigned diag,
                                            unsigned& hup, unsigned& fup, unsigned go2,
-                                           unsigned ge2) {
+                                           unsigned ge2, unsigned& w0, unsigned& w1) {
         sub[0] = add2(diag, sub[0]);
 #pragma unroll
         for (int r = 1; r < STRIPE; ++r) sub[r] = add2(hl[r - 1], sub[r]);
+        unsigned lo = 0, hi = 0;
 #pragma unroll
         for (int r = 0; r < STRIPE; ++r) {
-            const unsigned e = __viaddmax_s16x2(el[r], ge2, hl[r]);
-            const unsigned f = __viaddmax_s16x2(fup, ge2, hup);
-            const unsigned ef = max2(e, f);
-            const unsigned h = (mode == LOCAL) ? __viaddmax_s16x2_relu(ef, go2, sub[r])
-                                               : __viaddmax_s16x2(ef, go2, sub[r]);
-            hl[r] = h;
-            el[r] = e;
-            hup = h;
-            fup = f;
+            if (!want_tb) {
+                const unsigned e = __viaddmax_s16x2(el[r], ge2, hl[r]);
+                const unsigned f = __viaddmax_s16x2(fup, ge2, hup);
+                const unsigned ef = max2(e, f);
+                const unsigned h = (mode == LOCAL) ? __viaddmax_s16x2_relu(ef, go2, sub[r])
+                                                   : __viaddmax_s16x2(ef, go2, sub[r]);
+                hl[r] = h;
+                el[r] = e;
+                hup = h;
+                fup = f;
+            } else {
+                const unsigned elg = add2(el[r], ge2), fug = add2(fup, ge2);
+                const unsigned e = max2(hl[r], elg), f = max2(hup, fug);
+                const unsigned ef = max2(e, f);
+                const unsigned efg = add2(ef, go2);
+                const unsigned h = (mode == LOCAL) ? max2_relu(sub[r], efg) : max2(sub[r], efg);
+                const unsigned sd = lt2(sub[r], efg);  // h != d (unless h == 0)
+                const unsigned sef = lt2(e, f);
+                unsigned org = (sd >> 2) | ((~sd | sef) & SIGNS) >> 3;  // bits 13, 12
+                if (mode == LOCAL) {  // h == 0: origin 0
+                    const unsigned z = lt2(h, 0x00010001u);
+                    org &= ~((z >> 2) | (z >> 3));
+                }
+                const unsigned nib = lt2(hup, fug)              // bit 15: F extended
+                                   | lt2(hl[r], elg) >> 1 | org;  // 14: E extended
+                (r < 4 ? lo : hi) |= nib >> (12 - 4 * (r % 4));
+                hl[r] = h;
+                el[r] = e;
+                hup = h;
+                fup = f;
+            }
+        }
+        if (want_tb) {
+            w0 = __byte_perm(lo, hi, 0x5410);
+            w1 = __byte_perm(lo, hi, 0x7632);
         }
     }
 
@@ -417,12 +465,14 @@ __device__ __forceinline__ unsigned prof_offsets(const unsigned char* b0, int m0
 }
 
 // One warp, two pairs of one query (see above); the profile has one more entry,
-// K, of -128 for the shorter target's columns past its end.
-template <int mode>
+// K, of -128 for the shorter target's columns past its end. With traceback,
+// each pair's words go to its own wide layout (tb0, tb1), up to its own end.
+template <int mode, bool want_tb>
 __device__ __forceinline__ void fill_pack(
      const int* matrix, int K, uint2* prof, const unsigned char* a, int n,
      const unsigned char* b0, int m0, const unsigned char* b1, int m1, int go, int ge,
-     unsigned* top_h, unsigned* top_f, int lane, int (&best)[2], int (&bi)[2], int (&bj)[2])
+     unsigned* top_h, unsigned* top_f, unsigned* tb0, unsigned* tb1, int lane,
+     int (&best)[2], int (&bi)[2], int (&bj)[2])
 {
     const int m = max(m0, m1);
     for (int j = lane; j <= m; j += 32) {
@@ -432,7 +482,7 @@ __device__ __forceinline__ void fill_pack(
     const unsigned go2 = pack2(-go), ge2 = pack2(-ge);
     unsigned floor = 0;
     const int nstripes = (n + STRIPE - 1) / STRIPE;
-    Stripe2<mode> st;
+    Stripe2<mode, want_tb> st;
     for (int band = 0; band * 32 < nstripes; ++band) {
         __syncwarp();
         const int i0 = (band * 32 + lane) * STRIPE;
@@ -459,6 +509,8 @@ __device__ __forceinline__ void fill_pack(
         unsigned cols = prof_offsets(b0, m0, b1, m1, K, lane + 1), col = 0;
         const unsigned mine = lane <= last ? (unsigned)m : 0u;  // lanes past the band's end: none
         const int steps = m + last;
+        unsigned* const band0 = tb0 + (long long)band * (m0 + 31) * 32 + lane;
+        unsigned* const band1 = tb1 + (long long)band * (m1 + 31) * 32 + lane;
         for (int t = 0; t < steps; ++t) {
             unsigned hup, fup;
             above.step(top_h, top_f, t, lane, m, out_h, out_f, hup, fup);
@@ -481,11 +533,16 @@ __device__ __forceinline__ void fill_pack(
                     asm("prmt.b32 %0, %1, %2, %3;" : "=r"(sub[r])
                         : "r"(r < 4 ? p0.x : p0.y), "r"(r < 4 ? p1.x : p1.y), "r"(sel));
                 }
-                st.column(sub, d0, hup, fup, go2, ge2);
+                unsigned w0, w1;
+                st.column(sub, d0, hup, fup, go2, ge2, w0, w1);
                 st.track(i0, j, n, m0, m1, floor, best, bi, bj);
                 out_h = hup;
                 out_f = fup;
                 if (lane == last) { top_h[j] = hup; top_f[j] = fup; }
+                if (want_tb) {
+                    if (j <= m0) band0[t * 32] = w0;
+                    if (j <= m1) band1[t * 32] = w1;
+                }
             }
         }
     }
@@ -561,16 +618,17 @@ fill(
     out_ej[p] = bj;
 }
 
-// Pairs 2c and 2c + 1 (one query) in warp c, score only (fill_pack), with the
-// buffers at boff[2c]; a launch of its own, so that its registers do not bound
-// those of fill.
-template <int mode>
-__global__ void __launch_bounds__(256, mode == SEMIGLOBAL ? 3 : 4)
+// Pairs 2c and 2c + 1 (one query) in warp c (fill_pack), with the boundary
+// rows at boff[2c] and each pair's traceback words at off[p]; a launch of its
+// own, so that its registers do not bound those of fill.
+template <int mode, bool want_tb>
+__global__ void __launch_bounds__(256, (want_tb || mode == SEMIGLOBAL) ? 3 : 4)
 fill2(
      const unsigned char* __restrict__ codes, const long long* __restrict__ offsets,
      const int* __restrict__ pair_row, const int* __restrict__ pair_col, const int npairs,
      const int* __restrict__ matrix, const int K, const int go, const int ge, const int neg,
      SCORE* __restrict__ bnd_h, SCORE* __restrict__ bnd_f, const long long* __restrict__ boff,
+     unsigned int* __restrict__ tb, const long long* __restrict__ off,
      int* __restrict__ out_score, int* __restrict__ out_ei, int* __restrict__ out_ej)
 {
     extern __shared__ int shared[];
@@ -585,9 +643,11 @@ fill2(
     uint2* prof = reinterpret_cast<uint2*>(shared) + (threadIdx.x / 32) * (K + 1) * 32;
     const int init = (mode == LOCAL) ? 0 : neg;
     int best[2] = {init, init}, bi[2] = {0, 0}, bj[2] = {0, 0};
-    fill_pack<mode>(matrix, K, prof, codes + qoff, n, codes + t0, m0, codes + t1, m1, go, ge,
-                    reinterpret_cast<unsigned*>(bnd_h + boff[p]),
-                    reinterpret_cast<unsigned*>(bnd_f + boff[p]), lane, best, bi, bj);
+    fill_pack<mode, want_tb>(matrix, K, prof, codes + qoff, n, codes + t0, m0, codes + t1, m1,
+                             go, ge, reinterpret_cast<unsigned*>(bnd_h + boff[p]),
+                             reinterpret_cast<unsigned*>(bnd_f + boff[p]),
+                             want_tb ? tb + off[p] : tb, want_tb ? tb + off[p + 1] : tb, lane,
+                             best, bi, bj);
 #pragma unroll
     for (int k = 0; k < 2; ++k) {
         warp_best(best[k], bi[k], bj[k]);

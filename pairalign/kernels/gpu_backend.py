@@ -29,6 +29,8 @@ WIDE_STEPS_SCORE_ONLY: int | None = 1 << 11
 #: Score-only pairs on warps whose scores fit 16 bits run two at a time (one
 #: query, two targets) in the 16-bit halves of each register (``fill2``).
 PACKED = True
+#: The same with traceback.
+PACKED_TRACEBACK = True
 #: Results come back through a pinned staging buffer (asynchronous copies, one
 #: wait each time it fills) instead of one synchronous copy per array (proteome
 #: with traceback on the H100: downloads 0.29-0.33 to 0.26-0.27 s, wall within noise).
@@ -105,7 +107,8 @@ class GPUBackend:
             src = resources.files("pairalign.kernels").joinpath("align.cu").read_text()
             cc = "".join(map(str, self.device.compute_capability))
             names = [f"fill<{m},{t}>" for m in range(3) for t in ("true", "false")]
-            names += [f"fill2<{m}>" for m in range(3)] + [f"walk<{m}>" for m in range(3)]
+            names += [f"fill2<{m},{t}>" for m in range(3) for t in ("true", "false")]
+            names += [f"walk<{m}>" for m in range(3)]
             mod = cp.RawModule(code=src, options=(f"-arch=sm_{cc}", "-std=c++17",
                                                   f"-DSCORE={_CTYPE[dtype]}",
                                                   *(f"-D{d}" for d in DEFINES)),
@@ -259,25 +262,25 @@ class GPUBackend:
                      "matrix": cp.asarray(job.scoring.matrix.astype(np.int32)),
                      "q2": cp.asarray(stride2_prefix(job.col_set.lengths))}
         self._states = {"job": job, "state": state}
-        self._plans = {}
         return state
 
     def _plan(self, job: Job, w: Window) -> LayoutPlan:
         """The host's plan of a window's launch (:mod:`.gpu_layout`): sizes from
         lengths alone, so that fitting windows to memory needs no device work;
         kept for the window's launch."""
-        key = (id(job), w)
-        plan = self._plans.get(key)
+        if self._plans.get("job") is not job:  # one job's plans at a time
+            self._plans = {"job": job}
+        plan = self._plans.get(w)
         if plan is None:
             limit = WIDE_STEPS if job.traceback else WIDE_STEPS_SCORE_ONLY
             if not _profile_fits(job.scoring.matrix):
                 limit = None
-            pack = PACKED and not job.traceback and limit is not None
+            pack = (PACKED_TRACEBACK if job.traceback else PACKED) and limit is not None
             plan = plan_window(job.rows.lengths, job.col_set.lengths, w,
                                traceback=job.traceback, wide_steps=limit,
                                fits16=job.scoring.fits_int16 if pack else None,
                                score_bytes=job.score_dtype(w).itemsize)
-            self._plans[key] = plan
+            self._plans[w] = plan
         return plan
 
     def _layout(self, job: Job, state: dict, w: Window, stream):
@@ -286,7 +289,8 @@ class GPUBackend:
         uploaded, then expanded by ``layout_pairs`` on ``stream``, ahead of the
         fill (the caller makes ``stream`` current); nothing waits."""
         cp = self.cp
-        plan = self._plans.pop((id(job), w), None) or self._plan(job, w)
+        plan = self._plan(job, w)
+        self._plans.pop(w)
         npairs, nwide = plan.npairs, plan.nwide
 
         def upload(host: np.ndarray, into=None):
@@ -321,13 +325,15 @@ class GPUBackend:
         return next(self.run_windows(job, state, [w]))
 
     def run_windows(self, job: Job, state: dict, windows: Iterable[Window],
-                    depth: int = DEPTH) -> Iterator[PairBatch]:
-        """Results of ``windows``, in order, with up to ``depth`` windows in flight.
+                    depth: int | None = None) -> Iterator[PairBatch]:
+        """Results of ``windows``, in order, with up to ``depth`` (default
+        :data:`DEPTH`) windows in flight.
 
         Each window runs on its own CUDA stream: the tail of one (its longest
         pairs) overlaps the next, and the host's decoding of one overlaps the
         kernels of the next.
         """
+        depth = DEPTH if depth is None else depth
         with self.device:
             streams = self._window_streams(depth)
             self._spans = []
@@ -383,11 +389,11 @@ class GPUBackend:
             npack = lay["npack"]
             if npack:  # 8 couples per block, a query profile per warp
                 pack_shared = 8 * (K + 1) * 32 * 8
-                self._function(mod, f"fill2<{job.mode_code}>", pack_shared)(
+                self._function(mod, f"fill2<{job.mode_code},{tb_flag}>", pack_shared)(
                     (-(-npack // 16),), (THREADS,),
                     (state["codes"], state["offsets"], d_row, d_col, np.int32(npack),
-                     state["matrix"], np.int32(K), *gaps, bnd_h, bnd_f, lay["boff"],
-                     h["score"], h["ei"], h["ej"]), shared_mem=pack_shared)
+                     state["matrix"], np.int32(K), *gaps, bnd_h, bnd_f, lay["boff"], tb,
+                     lay["off"], h["score"], h["ei"], h["ej"]), shared_mem=pack_shared)
             fill = mod.get_function(f"fill<{job.mode_code},{tb_flag}>")
             # the other pairs: every per-pair array from the first one not packed
             args = (state["codes"], state["offsets"], d_row[npack:], d_col[npack:],
