@@ -45,8 +45,9 @@ def run(be, seqs, tb, items, mode="local"):
     order = np.lexsort((batch.target, batch.query))
     tim = be.timings
     return (wall, tim.get("fill", 0.0), tim.get("fill_wide", 0.0), tim.get("traceback", 0.0),
-            {k: tim.get(k, 0.0) for k in ("launch", "layout", "wait", "download", "pinned",
-                                          "d2h", "copy_out", "gpu_span", "gpu_busy")}
+            {k: tim.get(k, 0.0) for k in ("launch", "layout", "alloc", "enqueue", "wait",
+                                          "download", "compact", "d2h", "copy_out",
+                                          "gpu_span", "gpu_busy")}
             | {"malloc": ALLOC["seconds"], "slow mallocs": ALLOC["slow"]}), batch.score[order]
 
 

@@ -175,11 +175,13 @@ def test_layout_kernel_expands_the_plan(triangle, traceback):
     seen = set()
     for w in plan_windows(job.rows.lengths, None if triangle else col_len, 64):
         plan = be._plan(job, w)
+        npairs = plan.npairs
         with be.device, be.cp.cuda.Stream(non_blocking=True) as stream:
-            rows_d, cols_d, npairs, lay = be._layout(job, state, w, stream)
+            a = be._slot_memory(stream, gpu_backend.window_arrays(plan, traceback))
+            lay = be._layout(job, state, plan, a, stream)
             stream.synchronize()
         want = expand(plan, job.rows.lengths, col_len, state["col_base"], traceback)
-        got = {"rows": rows_d, "cols": cols_d, "off": lay["off"], "boff": lay["boff"],
+        got = {"rows": a["rows"], "cols": a["cols"], "off": lay["off"], "boff": lay["boff"],
                "op_off": lay["op_off"]}
         for k, v in want.items():
             if v is None:

@@ -100,8 +100,17 @@ def check_plan(plan, lay, rows_len, cols_len, w, traceback, steps, fits16, col_b
         assert op[0] == 0 and np.array_equal(np.diff(op), n + m) and op[-1] == plan.ops
     else:
         assert lay["op_off"] is None and plan.ops == 0
-    assert plan.bytes == (4 * plan.tb_words + 2 * plan.score_bytes * plan.bnd
-                          + 5 * plan.ops + 64 * plan.npairs)
+    # the device arrays carved for the window hold all of it
+    arrays = gpu_backend.window_arrays(plan, traceback)
+    assert arrays["off"][0] == len(off) and arrays["boff"][0] == len(boff)
+    assert arrays["rows"][0] == arrays["cols"][0] == plan.npairs
+    assert arrays["words"][0] >= plan.tb_words and arrays["bnd_h"][0] == plan.bnd
+    assert arrays["bnd_h"][1].itemsize == plan.score_bytes
+    if traceback:
+        assert arrays["op_off"][0] == len(lay["op_off"])
+        assert arrays["code"][0] == arrays["len"][0] == plan.ops
+    assert gpu_backend.window_bytes(plan, traceback) >= sum(
+        count * dtype.itemsize for count, dtype in arrays.values())
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -156,7 +165,7 @@ def test_plan_of_a_job_sizes_windows_without_a_device():
     packed = unpacked = 0
     for w in plan_windows(lengths, None, 64):
         plan = be._plan(job, w)
-        assert be.window_bytes(job, w) == plan.bytes
+        assert be.window_bytes(job, w) == gpu_backend.window_bytes(plan, False)
         lay = expand(plan, lengths, lengths, 0, False)
         check_plan(plan, lay, lengths, lengths, w, False, gpu_backend.WIDE_STEPS_SCORE_ONLY,
                    job.scoring.fits_int16)
@@ -190,8 +199,6 @@ def test_download_through_staging_pieces(monkeypatch, staging):
     """Arrays of several types, empty ones among them, pass through a staging
     buffer smaller or larger than they are, cut mid-element: each comes back whole."""
     from types import SimpleNamespace
-
-    from pairalign.kernels import gpu_backend
 
     monkeypatch.setattr(gpu_backend, "STAGING_BYTES", staging)
     be = object.__new__(GPUBackend)

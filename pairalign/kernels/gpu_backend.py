@@ -17,7 +17,11 @@ from .gpu_layout import STRIPE, LayoutPlan, plan_window, stride2_prefix
 
 THREADS = 256
 #: Windows in flight at once, each on its own stream (and its share of memory).
-DEPTH = 4
+#: Two overlap the tail of one window with the next; more run their kernels
+#: side by side, which took the GPU longer (proteome with traceback on the
+#: H100, two runs: GPU busy 0.40-0.42 s at 2, 0.53 s at 3, 0.45-0.48 s at 4;
+#: wall time within noise), and each holds its slot of memory.
+DEPTH = 2
 #: Pairs of at least this many column steps (8 rows each) on one thread are
 #: "wide": one warp each. With all but the smallest pairs on warps, no launch
 #: waits on its longest pairs, and the warp path is the faster per cell
@@ -51,6 +55,41 @@ def _profile_fits(matrix: np.ndarray) -> bool:
     8 warps x 32 lanes x 8 bytes per letter, 48 KB of shared memory at 24
     letters (the packed kernel's pad letter takes it past 48 KB: it opts in)."""
     return matrix.shape[0] <= 24 and int(matrix.min()) >= -127 and int(matrix.max()) <= 127
+
+
+def _aligned(nbytes: int) -> int:
+    return -(-nbytes // 256) * 256
+
+
+def _uploads(plan: LayoutPlan) -> list[np.ndarray]:
+    """What the host sends for a window: its plan's segments and narrow warps,
+    and the operation total (``op_off``'s last entry)."""
+    return [plan.segments, plan.warp_off, plan.warp_boff, plan.warp_m,
+            np.array([plan.ops], np.int64)]
+
+
+def window_arrays(plan: LayoutPlan, traceback: bool) -> dict[str, tuple[int, np.dtype]]:
+    """A window's device arrays, name -> (entries, dtype), in the order they are
+    carved from its stream slot's memory (:meth:`GPUBackend._slot_memory`)."""
+    n, index = plan.npairs, plan.nwide + plan.warp_off.size
+    i32, i64 = np.dtype(np.int32), np.dtype(np.int64)
+    score = np.dtype(np.int16) if plan.score_bytes == 2 else i32
+    arrays = {"upload": (sum(_aligned(a.nbytes) for a in _uploads(plan)), np.dtype(np.uint8)),
+              "rows": (n, i32), "cols": (n, i32), "off": (index, i64), "boff": (index, i64),
+              "bnd_h": (plan.bnd, score), "bnd_f": (plan.bnd, score),
+              "words": (max(plan.tb_words, 1), np.dtype(np.uint32)),
+              "score": (n, i32), "ei": (n, i32), "ej": (n, i32)}
+    if traceback:
+        arrays |= {"op_off": (n + 1, i64), "code": (plan.ops, np.dtype(np.uint8)),
+                   "len": (plan.ops, i32), "qb": (n, i32), "tb": (n, i32), "nops": (n, i32),
+                   "ident": (n, i32), "alen": (n, i32)}
+    return arrays
+
+
+def window_bytes(plan: LayoutPlan, traceback: bool) -> int:
+    """Device bytes of :func:`window_arrays`."""
+    return sum(_aligned(count * dtype.itemsize)
+               for count, dtype in window_arrays(plan, traceback).values())
 
 
 def _covered(spans: np.ndarray) -> float:
@@ -92,6 +131,8 @@ class GPUBackend:
         self._pinned: np.ndarray | None = None
         self._spans: list = []
         self._streams: list = []
+        self._uploads: dict = {}
+        self._slots: dict = {}
         self._origin = None
         self.timings: dict[str, float] = {}
 
@@ -151,8 +192,9 @@ class GPUBackend:
         return tb + ops + 8 * (m + 1) + 64
 
     def window_bytes(self, job: Job, w: Window) -> int:
-        """Device bytes a window takes (traceback, boundary rows, operations, results)."""
-        return self._plan(job, w).bytes
+        """Device bytes a window takes (traceback, boundary rows, operations,
+        indices and results: :func:`window_arrays`)."""
+        return window_bytes(self._plan(job, w), job.traceback)
 
     def device_budget(self) -> int:
         """Device bytes one window may take: of what is free, a share for each
@@ -190,6 +232,53 @@ class GPUBackend:
         while len(self._streams) < depth:
             self._streams.append(self.cp.cuda.Stream(non_blocking=True))
         return self._streams[:depth]
+
+    def _upload(self, arrays: list[np.ndarray], dev, stream) -> list:
+        """Host arrays to the device buffer ``dev`` in one asynchronous copy on
+        ``stream``, through that stream's pinned buffer; returns device views.
+
+        A copy from pageable memory could make the host wait for the windows
+        queued on the stream. The buffer is rewritten only for the stream's
+        next window, launched after this one is collected (which waited for
+        the copy)."""
+        cp = self.cp
+        starts, size = [], 0
+        for a in arrays:
+            starts.append(size)
+            size += _aligned(a.nbytes)
+        buf = self._uploads.get(stream.ptr)
+        if buf is None or buf.nbytes < size:
+            self._uploads[stream.ptr] = None
+            buf = self.cupyx.empty_pinned(max(size, 1 << 20), np.uint8)
+            self._uploads[stream.ptr] = buf
+        for a, at in zip(arrays, starts):
+            buf[at:at + a.nbytes] = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
+        cp.cuda.runtime.memcpyAsync(dev.data.ptr, buf.ctypes.data, size,
+                                    cp.cuda.runtime.memcpyHostToDevice, stream.ptr)
+        return [cp.ndarray(a.shape, a.dtype, memptr=dev.data + at)
+                for a, at in zip(arrays, starts)]
+
+    def _slot_memory(self, stream, arrays: dict) -> dict:
+        """A window's arrays (:func:`window_arrays`), carved from one block of
+        device memory per stream slot, kept for the slot's next windows.
+
+        Allocating each window's arrays from CuPy's pool made new device
+        allocations window after window (sizes vary, and each stream has its
+        own free blocks): 0.1 s of the proteome's launches on the H100. The
+        slot's block is released at the end of :meth:`run_windows` (to the
+        pool's cache, where the next run finds it)."""
+        cp = self.cp
+        sizes = [_aligned(count * dtype.itemsize) for count, dtype in arrays.values()]
+        mem = self._slots.get(stream.ptr)
+        if mem is None or mem.nbytes < sum(sizes):
+            self._slots[stream.ptr] = mem = None  # the old block back to the pool first
+            mem = cp.empty(max(sum(sizes), 1), cp.uint8)
+            self._slots[stream.ptr] = mem
+        out, at = {}, 0
+        for (name, (count, dtype)), size in zip(arrays.items(), sizes):
+            out[name] = cp.ndarray((count,), dtype, memptr=mem.data + at)
+            at += size
+        return out
 
     def _staging(self) -> np.ndarray:
         """The pinned buffer that downloads go through, one per backend, of
@@ -283,43 +372,29 @@ class GPUBackend:
             self._plans[w] = plan
         return plan
 
-    def _layout(self, job: Job, state: dict, w: Window, stream):
+    def _layout(self, job: Job, state: dict, plan: LayoutPlan, a: dict, stream):
         """A window's pairs (on the device) in launch order, and each one's share
-        of the buffers (see ``align.cu`` for the two layouts): the host's plan
-        uploaded, then expanded by ``layout_pairs`` on ``stream``, ahead of the
-        fill (the caller makes ``stream`` current); nothing waits."""
-        cp = self.cp
-        plan = self._plan(job, w)
-        self._plans.pop(w)
+        of the buffers (see ``align.cu`` for the two layouts), in the carved
+        arrays ``a``: the host's plan uploaded, then expanded by
+        ``layout_pairs`` on ``stream``, ahead of the fill (the caller makes
+        ``stream`` current); nothing waits."""
         npairs, nwide = plan.npairs, plan.nwide
-
-        def upload(host: np.ndarray, into=None):
-            dev = cp.empty(host.shape, host.dtype) if into is None else into
-            dev.set(host, stream=stream)
-            return dev
-
-        seg = upload(plan.segments)
-        rows, cols = cp.empty(npairs, cp.int32), cp.empty(npairs, cp.int32)
-        off = cp.empty(nwide + plan.warp_off.size, cp.int64)
-        boff = cp.empty(nwide + plan.warp_boff.size, cp.int64)
-        upload(plan.warp_off, off[nwide:])
-        upload(plan.warp_boff, boff[nwide:])
-        op_off = None
-        if job.traceback:
-            op_off = cp.empty(npairs + 1, cp.int64)
-            upload(np.array([plan.ops], np.int64), op_off[npairs:])
+        seg, warp_off, warp_boff, warp_m, ops = self._upload(_uploads(plan), a["upload"], stream)
+        rows, cols, off, boff = a["rows"], a["cols"], a["off"], a["boff"]
+        off[nwide:].data.copy_from_device_async(warp_off.data, warp_off.nbytes, stream)
+        boff[nwide:].data.copy_from_device_async(warp_boff.data, warp_boff.nbytes, stream)
+        op_off = a.get("op_off")
+        if op_off is not None:
+            op_off[npairs:].data.copy_from_device_async(ops.data, ops.nbytes, stream)
         if npairs:
-            self._module(job.score_dtype(w)).get_function("layout_pairs")(
+            self._module(np.dtype(f"int{8 * plan.score_bytes}")).get_function("layout_pairs")(
                 (-(-npairs // THREADS),), (THREADS,),
                 (seg, np.int32(len(plan.segments)), np.int32(npairs), np.int32(nwide),
                  np.int32(state["col_base"]), state["offsets"], state["q2"],
                  np.int32(4 // plan.score_bytes), np.int32(job.traceback), rows, cols, off,
                  boff, op_off if op_off is not None else off))
-        layout = {"npairs": npairs, "nwide": nwide, "npack": plan.npack, "off": off,
-                  "boff": boff, "warp_m": upload(plan.warp_m), "tb_words": plan.tb_words,
-                  "bnd": plan.bnd, "ops": plan.ops, "op_off": op_off, "seg": seg,
-                  "bytes": plan.bytes}
-        return rows, cols, npairs, layout
+        return {"npairs": npairs, "nwide": nwide, "npack": plan.npack, "off": off,
+                "boff": boff, "warp_m": warp_m, "op_off": op_off}
 
     def run_window(self, job: Job, state: dict, w: Window) -> PairBatch:
         return next(self.run_windows(job, state, [w]))
@@ -340,14 +415,17 @@ class GPUBackend:
             self._origin = self.cp.cuda.Event()
             self._origin.record(streams[0])
             pending: deque = deque()
-            for k, w in enumerate(windows):
-                t = time.perf_counter()
-                pending.append(self._launch(job, state, w, streams[k % depth]))
-                self._add("launch", time.perf_counter() - t)
-                if len(pending) >= depth:
+            try:
+                for k, w in enumerate(windows):
+                    t = time.perf_counter()
+                    pending.append(self._launch(job, state, w, streams[k % depth]))
+                    self._add("launch", time.perf_counter() - t)
+                    if len(pending) >= depth:
+                        yield self._collect(job, pending.popleft())
+                while pending:
                     yield self._collect(job, pending.popleft())
-            while pending:
-                yield self._collect(job, pending.popleft())
+            finally:  # windows still in flight keep their memory through their arrays
+                self._slots = {}
             if self._spans:
                 spans = np.array(self._spans)
                 self._add("gpu_span", float(spans[:, 1].max()))
@@ -363,26 +441,27 @@ class GPUBackend:
         with stream:
             h["ev"][3].record()
             t = time.perf_counter()
-            d_row, d_col, npairs, lay = self._layout(job, state, w, stream)
+            plan = self._plan(job, w)
+            self._plans.pop(w)
+            a = self._slot_memory(stream, window_arrays(plan, job.traceback))
+            self._add("alloc", time.perf_counter() - t)
+            t = time.perf_counter()
+            lay = self._layout(job, state, plan, a, stream)
             self._add("layout", time.perf_counter() - t)
-            # the layout's arrays live until the window is collected: freed
-            # earlier, the pool could hand them out mid-fill
+            d_row, d_col, npairs = a["rows"], a["cols"], plan.npairs
             h["lay"] = lay
             h["rows"], h["cols"], h["npairs"] = d_row, d_col, npairs
             h["col_base"] = state["col_base"]
             nwide = lay["nwide"]
             walk_grid = ((npairs + THREADS - 1) // THREADS,)
-            bnd_h = cp.empty(lay["bnd"], dtype)
-            bnd_f = cp.empty(lay["bnd"], dtype)
-            tb = cp.empty(max(lay["tb_words"], 1), cp.uint32)
-            h["score"], h["ei"], h["ej"] = (cp.empty(npairs, cp.int32) for _ in range(3))
+            bnd_h, bnd_f, tb = a["bnd_h"], a["bnd_f"], a["words"]
+            for k in ("score", "ei", "ej", "code", "len", "qb", "tb", "nops", "ident", "alen"):
+                if k in a:
+                    h[k] = a[k]
             if job.traceback:
                 h["off"] = lay["op_off"]
-                h["code"] = cp.empty(lay["ops"], cp.uint8)
-                h["len"] = cp.empty(lay["ops"], cp.int32)
-                h["qb"], h["tb"], h["nops"], h["ident"], h["alen"] = (
-                    cp.empty(npairs, cp.int32) for _ in range(5))
             h["ev"][0].record()
+            t = time.perf_counter()
             tb_flag = "true" if job.traceback else "false"
             K = sc.matrix.shape[0]
             gaps = (np.int32(sc.gap_open), np.int32(sc.gap_extend), np.int32(NEG[dtype]))
@@ -414,7 +493,6 @@ class GPUBackend:
                 fill((narrow_blocks,), (THREADS,), args + (np.int32(wide_blocks),),
                      shared_mem=narrow_shared)
             h["ev"][1].record()
-            del bnd_h, bnd_f
             if job.traceback:
                 mod.get_function(f"walk<{job.mode_code}>")(
                     walk_grid, (THREADS,),
@@ -423,6 +501,7 @@ class GPUBackend:
                      h["off"], h["code"],
                      h["len"], h["qb"], h["tb"], h["nops"], h["ident"], h["alen"]))
             h["ev"][2].record()
+            self._add("enqueue", time.perf_counter() - t)
         return h
 
     def _collect(self, job: Job, h: dict) -> PairBatch:
@@ -440,6 +519,7 @@ class GPUBackend:
             arrays = [h[k] for k in names]
             if job.traceback:
                 # the operations, squeezed from their slots (bound n + m a pair)
+                t_ops = time.perf_counter()
                 offs_h = _offsets(self._download([h["nops"]])[0])
                 offs = cp.empty(offs_h.shape, offs_h.dtype)
                 offs.set(offs_h, stream=self._host_stream())
@@ -450,6 +530,7 @@ class GPUBackend:
                         (-(-npairs * 32 // THREADS),), (THREADS,),
                         (h["off"], offs, np.int32(npairs), h["code"], h["len"], code, length))
                 arrays += [code, length]
+                self._add("compact", time.perf_counter() - t_ops)
             if PINNED_DOWNLOADS:
                 got = self._download(arrays)
             else:

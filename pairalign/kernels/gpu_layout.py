@@ -83,12 +83,6 @@ class LayoutPlan:
     ops: int
     score_bytes: int
 
-    @property
-    def bytes(self) -> int:
-        """Device bytes of the window (traceback, two boundary rows,
-        operations, per-pair indices and results)."""
-        return (4 * self.tb_words + 2 * self.score_bytes * self.bnd + 5 * self.ops
-                + 64 * self.npairs)
 
 
 def stride2_prefix(lengths: np.ndarray) -> np.ndarray:
