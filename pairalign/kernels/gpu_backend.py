@@ -211,10 +211,10 @@ class GPUBackend:
         return min(MAX_WIDTH, -(-n // BLOCK) * BLOCK)
 
     def _host_stream(self):
-        """A high-priority stream for the small kernels whose results the host
-        waits on (a window's layout, the compaction of its results): on a
-        low-priority stream they would queue behind the fill blocks of the
-        windows in flight, and the host with them."""
+        """A high-priority stream for the work that the host waits on (a
+        window's downloads and the compaction of its operations): on a
+        low-priority stream the compaction would queue behind the fill blocks
+        of the next window, and the host with it."""
         if self._hp is None:
             cp = self.cp
             try:  # CUDA clamps a priority to the device's range: this is its highest
