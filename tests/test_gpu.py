@@ -194,3 +194,28 @@ def test_layout_kernel_expands_the_plan(triangle, traceback):
     kinds = {k for s in seen for k, on in zip(("packed", "wide", "narrow"), s[:3]) if on}
     assert kinds == {"packed", "wide", "narrow"}
     assert {s[3] for s in seen} == {2, 4}
+
+
+def test_run_left_early_then_again(data_dir):
+    """A run abandoned with windows in flight (its consumer gone) leaves the
+    backend's streams and buffers fit for the next run: the same results as
+    the CPU's."""
+    from pairalign.engine import run_job
+    from pairalign.job import Job, SortedSet
+    from pairalign.kernels.cpu_backend import CPUBackend
+    from pairalign.scheduler.windows import plan_windows
+    from pairalign.scoring import Scoring
+
+    recs = pairalign.read_sequences(data_dir / "adeno_fiber.faa")
+    sc = Scoring.create("protein")
+    job = Job("local", sc, True, SortedSet.encode(recs.sequences, sc))
+    be = gpu_backend.GPUBackend()
+    state = be.prepare(job)
+    windows = plan_windows(job.rows.lengths, None, 32)
+    assert len(windows) > 2 * gpu_backend.DEPTH
+    run = be.run_windows(job, state, windows)
+    next(run)
+    run.close()
+    got, want = run_job(job, be), run_job(job, CPUBackend())
+    for f in FIELDS:
+        assert np.array_equal(getattr(got, f), getattr(want, f)), f

@@ -424,7 +424,16 @@ class GPUBackend:
                         yield self._collect(job, pending.popleft())
                 while pending:
                     yield self._collect(job, pending.popleft())
-            finally:  # windows still in flight keep their memory through their arrays
+            finally:
+                # a run left early (an error, or its consumer gone) may have
+                # windows in flight: they read the slots' pinned uploads, which
+                # the next run rewrites, so they finish first
+                if pending:
+                    for s in streams:
+                        try:
+                            s.synchronize()
+                        except Exception:  # the device's own error is already on its way
+                            pass
                 self._slots = {}
             if self._spans:
                 spans = np.array(self._spans)
