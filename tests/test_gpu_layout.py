@@ -214,3 +214,12 @@ def test_download_through_staging_pieces(monkeypatch, staging):
         assert g.dtype == a.dtype and np.array_equal(g, a)
     assert len(syncs) == max(1, -(-sum(a.nbytes for a in arrays) // staging))
     assert be._pinned.nbytes == staging
+
+
+def test_covered_is_the_union_of_spans():
+    """The GPU-busy figure: overlapping windows count once, gaps not at all."""
+    from pairalign.kernels.gpu_backend import _covered
+
+    spans = np.array([[3.0, 4.0], [0.0, 1.0], [0.5, 2.0], [3.5, 3.7], [5.0, 5.0]])
+    assert _covered(spans) == pytest.approx(3.0)
+    assert _covered(np.array([[1.0, 2.5]])) == pytest.approx(1.5)
