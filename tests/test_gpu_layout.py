@@ -223,3 +223,11 @@ def test_covered_is_the_union_of_spans():
     spans = np.array([[3.0, 4.0], [0.0, 1.0], [0.5, 2.0], [3.5, 3.7], [5.0, 5.0]])
     assert _covered(spans) == pytest.approx(3.0)
     assert _covered(np.array([[1.0, 2.5]])) == pytest.approx(1.5)
+
+
+def test_plan_refuses_unsorted_lengths():
+    """The plan's runs (and its 16-bit checks) need lengths longest first."""
+    lengths = np.array([5, 9, 3], np.int64)
+    with pytest.raises(ValueError, match="sorted longest first"):
+        plan_window(lengths, lengths, Window(0, 3, 0, 3, True, 3, 0), traceback=False,
+                    wide_steps=1, fits16=None, score_bytes=2)

@@ -120,7 +120,8 @@ def plan_window(row_lengths: np.ndarray, col_lengths: np.ndarray, w: Window, *,
     Parameters
     ----------
     row_lengths, col_lengths : numpy.ndarray
-        Lengths of the job's row and column sequences, sorted longest first.
+        Lengths of the job's row and column sequences, sorted longest first
+        (a ValueError otherwise).
     w : Window
         The window (a triangle keeps the pairs ``row < col``).
     traceback : bool
@@ -136,6 +137,10 @@ def plan_window(row_lengths: np.ndarray, col_lengths: np.ndarray, w: Window, *,
     """
     rows_len = np.asarray(row_lengths, np.int64)
     cols_len = np.asarray(col_lengths, np.int64)
+    if (np.diff(rows_len) > 0).any() or (np.diff(cols_len) > 0).any():
+        # the runs of wide, packed and narrow targets, and so the 16-bit
+        # checks, rest on this order
+        raise ValueError("sequence lengths must be sorted longest first")
     col_prefix = np.zeros(len(cols_len) + 1, np.int64)
     np.cumsum(cols_len, out=col_prefix[1:])
     q2 = stride2_prefix(cols_len)
