@@ -4,7 +4,7 @@ and settings of ``gpu_backend``.
     python benchmarks/kernel_ab.py [--cells 1e12] [--variant NAME=ITEM,ITEM ...]
 
 An item ``DEF`` defines a macro; ``ATTR=VALUE`` sets ``gpu_backend.ATTR`` (an
-integer, or None) for that variant.
+integer, True, False or None) for that variant.
 
 Each variant runs the proteome all-vs-all (local, BLOSUM62 11/1) with and without
 traceback and, with ``--cells``, a scaled score-only workload; best of ``--reps``
