@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pairalign.kernels import gpu_backend
 from pairalign.kernels.gpu_backend import GPUBackend
@@ -231,3 +233,26 @@ def test_plan_refuses_unsorted_lengths():
     with pytest.raises(ValueError, match="sorted longest first"):
         plan_window(lengths, lengths, Window(0, 3, 0, 3, True, 3, 0), traceback=False,
                     wide_steps=1, fits16=None, score_bytes=2)
+
+
+@settings(max_examples=150, deadline=None)
+@given(lengths=st.lists(st.integers(1, 400), min_size=2, max_size=70),
+       cols=st.one_of(st.none(), st.lists(st.integers(1, 400), min_size=1, max_size=70)),
+       corner=st.tuples(st.integers(0, 69), st.integers(0, 69), st.integers(1, 70),
+                        st.integers(1, 70)),
+       steps=st.one_of(st.none(), st.integers(1, 3000)), fit=st.integers(0, 400),
+       traceback=st.booleans(), score_bytes=st.sampled_from([2, 4]))
+def test_plan_holds_for_any_window(lengths, cols, corner, steps, fit, traceback, score_bytes):
+    """Ties, lengths of 1, rows with no pairs, windows of one row or column,
+    every pair wide or none: the same rules as above."""
+    rows_len = np.sort(np.array(lengths, np.int64))[::-1]
+    cols_len = rows_len if cols is None else np.sort(np.array(cols, np.int64))[::-1]
+    r0, c0, h, wd = corner
+    r0, c0 = min(r0, len(rows_len) - 1), min(c0, len(cols_len) - 1)
+    w = Window(r0, min(r0 + h, len(rows_len)), c0, min(c0 + wd, len(cols_len)), cols is None,
+               0, 0)
+    fits16 = fits_below(fit)
+    plan, lay = expanded(rows_len, cols_len, w, traceback, steps, fits16, score_bytes,
+                         col_base=0 if cols is None else len(rows_len))
+    check_plan(plan, lay, rows_len, cols_len, w, traceback, steps, fits16,
+               col_base=0 if cols is None else len(rows_len))
