@@ -237,22 +237,19 @@ def _offsets(counts: np.ndarray) -> np.ndarray:
     return out
 
 
-def _ranges(starts, counts, xp=np):
-    """Concatenation of ``arange(s, s + c)`` for every start and count, vectorised.
-
-    ``xp`` is the array module (numpy, or cupy for device arrays).
-    """
-    counts = xp.asarray(counts, dtype=xp.int64)
+def _ranges(starts, counts):
+    """Concatenation of ``arange(s, s + c)`` for every start and count, vectorised."""
+    counts = np.asarray(counts, dtype=np.int64)
     total = int(counts.sum())
     if total == 0:
-        return xp.zeros(0, xp.int64)
+        return np.zeros(0, np.int64)
     nz = counts > 0
-    starts, counts = xp.asarray(starts, xp.int64)[nz], counts[nz]
-    step = xp.ones(total, xp.int64)
-    ends = xp.cumsum(counts)
+    starts, counts = np.asarray(starts, np.int64)[nz], counts[nz]
+    step = np.ones(total, np.int64)
+    ends = np.cumsum(counts)
     step[0] = starts[0]
     step[ends[:-1]] = starts[1:] - (starts[:-1] + counts[:-1] - 1)
-    return xp.cumsum(step)
+    return np.cumsum(step)
 
 
 def compact_ops(op_code: np.ndarray, op_len: np.ndarray, bound_offsets: np.ndarray,

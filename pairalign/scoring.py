@@ -139,8 +139,7 @@ class Scoring:
 
     def score_bound(self, n: int, m: int) -> int:
         """An upper bound on ``|H|`` for any cell of an ``n x m`` alignment."""
-        shorter = np.minimum(n, m) if hasattr(n, "shape") else min(n, m)
-        return (self.max_abs_score * shorter + 2 * self.gap_open
+        return (self.max_abs_score * np.minimum(n, m) + 2 * self.gap_open
                 + self.gap_extend * (n + m))
 
     def fits_int16(self, n, m):

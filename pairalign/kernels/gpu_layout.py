@@ -34,7 +34,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..pairs import _ranges
+from ..pairs import _offsets, _ranges
 from ..scheduler.windows import Window
 
 STRIPE = 8
@@ -82,7 +82,6 @@ class LayoutPlan:
     bnd: int
     ops: int
     score_bytes: int
-
 
 
 def stride2_prefix(lengths: np.ndarray) -> np.ndarray:
@@ -141,8 +140,7 @@ def plan_window(row_lengths: np.ndarray, col_lengths: np.ndarray, w: Window, *,
         # the runs of wide, packed and narrow targets, and so the 16-bit
         # checks, rest on this order
         raise ValueError("sequence lengths must be sorted longest first")
-    col_prefix = np.zeros(len(cols_len) + 1, np.int64)
-    np.cumsum(cols_len, out=col_prefix[1:])
+    col_prefix = _offsets(cols_len)
     q2 = stride2_prefix(cols_len)
 
     r = np.arange(w.r0, w.r1, dtype=np.int64)
@@ -238,8 +236,7 @@ def expand(plan: LayoutPlan, row_lengths: np.ndarray, col_lengths: np.ndarray,
     """
     seg = plan.segments
     rows_len = np.asarray(row_lengths, np.int64)
-    col_prefix = np.zeros(len(col_lengths) + 1, np.int64)
-    np.cumsum(col_lengths, out=col_prefix[1:])
+    col_prefix = _offsets(col_lengths)
     q2 = stride2_prefix(col_lengths)
     p = np.arange(plan.npairs, dtype=np.int64)
     s = np.searchsorted(seg[:, POS], p, side="right") - 1
