@@ -57,8 +57,14 @@ def _profile_fits(matrix: np.ndarray) -> bool:
     return matrix.shape[0] <= 24 and int(matrix.min()) >= -127 and int(matrix.max()) <= 127
 
 
-def _aligned(nbytes: int) -> int:
-    return -(-nbytes // 256) * 256
+def _carve(sizes) -> tuple[list[int], int]:
+    """Where pieces of these byte sizes start, one after another at 256-byte
+    boundaries, in one buffer; and the buffer's size."""
+    starts, total = [], 0
+    for size in sizes:
+        starts.append(total)
+        total += -(-int(size) // 256) * 256
+    return starts, total
 
 
 def _uploads(plan: LayoutPlan) -> list[np.ndarray]:
@@ -74,7 +80,7 @@ def window_arrays(plan: LayoutPlan, traceback: bool) -> dict[str, tuple[int, np.
     n, index = plan.npairs, plan.nwide + plan.warp_off.size
     i32, i64 = np.dtype(np.int32), np.dtype(np.int64)
     score = np.dtype(np.int16) if plan.score_bytes == 2 else i32
-    arrays = {"upload": (sum(_aligned(a.nbytes) for a in _uploads(plan)), np.dtype(np.uint8)),
+    arrays = {"upload": (_carve(a.nbytes for a in _uploads(plan))[1], np.dtype(np.uint8)),
               "rows": (n, i32), "cols": (n, i32), "off": (index, i64), "boff": (index, i64),
               "bnd_h": (plan.bnd, score), "bnd_f": (plan.bnd, score),
               "words": (max(plan.tb_words, 1), np.dtype(np.uint32)),
@@ -88,8 +94,18 @@ def window_arrays(plan: LayoutPlan, traceback: bool) -> dict[str, tuple[int, np.
 
 def window_bytes(plan: LayoutPlan, traceback: bool) -> int:
     """Device bytes of :func:`window_arrays`."""
-    return sum(_aligned(count * dtype.itemsize)
-               for count, dtype in window_arrays(plan, traceback).values())
+    return _carve(count * dtype.itemsize
+                  for count, dtype in window_arrays(plan, traceback).values())[1]
+
+
+def _at_least(store: dict, key, nbytes: int, allocate):
+    """``store[key]``, replaced by ``allocate(nbytes)`` where missing or smaller
+    (the old buffer back to its pool before the new one is taken)."""
+    buf = store.get(key)
+    if buf is None or buf.nbytes < nbytes:
+        store[key] = None
+        buf = store[key] = allocate(nbytes)
+    return buf
 
 
 def _covered(spans: np.ndarray) -> float:
@@ -103,8 +119,7 @@ def _covered(spans: np.ndarray) -> float:
 
 class GPUBackend:
     """CUDA kernels through CuPy (``align.cu``): the smallest pairs one thread
-    each, the others a warp each, score-only ones whose scores fit 16 bits two
-    per warp.
+    each, the others a warp each, those whose scores fit 16 bits two per warp.
 
     Parameters
     ----------
@@ -242,15 +257,9 @@ class GPUBackend:
         next window, launched after this one is collected (which waited for
         the copy)."""
         cp = self.cp
-        starts, size = [], 0
-        for a in arrays:
-            starts.append(size)
-            size += _aligned(a.nbytes)
-        buf = self._uploads.get(stream.ptr)
-        if buf is None or buf.nbytes < size:
-            self._uploads[stream.ptr] = None
-            buf = self.cupyx.empty_pinned(max(size, 1 << 20), np.uint8)
-            self._uploads[stream.ptr] = buf
+        starts, size = _carve(a.nbytes for a in arrays)
+        buf = _at_least(self._uploads, stream.ptr, size,
+                        lambda n: self.cupyx.empty_pinned(max(n, 1 << 20), np.uint8))
         for a, at in zip(arrays, starts):
             buf[at:at + a.nbytes] = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
         cp.cuda.runtime.memcpyAsync(dev.data.ptr, buf.ctypes.data, size,
@@ -268,17 +277,10 @@ class GPUBackend:
         slot's block is released at the end of :meth:`run_windows` (to the
         pool's cache, where the next run finds it)."""
         cp = self.cp
-        sizes = [_aligned(count * dtype.itemsize) for count, dtype in arrays.values()]
-        mem = self._slots.get(stream.ptr)
-        if mem is None or mem.nbytes < sum(sizes):
-            self._slots[stream.ptr] = mem = None  # the old block back to the pool first
-            mem = cp.empty(max(sum(sizes), 1), cp.uint8)
-            self._slots[stream.ptr] = mem
-        out, at = {}, 0
-        for (name, (count, dtype)), size in zip(arrays.items(), sizes):
-            out[name] = cp.ndarray((count,), dtype, memptr=mem.data + at)
-            at += size
-        return out
+        starts, size = _carve(count * dtype.itemsize for count, dtype in arrays.values())
+        mem = _at_least(self._slots, stream.ptr, size, lambda n: cp.empty(max(n, 1), cp.uint8))
+        return {name: cp.ndarray((count,), dtype, memptr=mem.data + at)
+                for (name, (count, dtype)), at in zip(arrays.items(), starts)}
 
     def _staging(self) -> np.ndarray:
         """The pinned buffer that downloads go through, one per backend, of
@@ -346,7 +348,6 @@ class GPUBackend:
         codes, offsets, col_base = job.joined()
         with self.device:
             state = {"codes": cp.asarray(codes), "offsets": cp.asarray(offsets),
-                     "lengths": cp.asarray(np.diff(offsets).astype(np.int32)),
                      "col_base": col_base,
                      "matrix": cp.asarray(job.scoring.matrix.astype(np.int32)),
                      "q2": cp.asarray(stride2_prefix(job.col_set.lengths))}
@@ -372,12 +373,12 @@ class GPUBackend:
             self._plans[w] = plan
         return plan
 
-    def _layout(self, job: Job, state: dict, plan: LayoutPlan, a: dict, stream):
+    def _layout(self, job: Job, state: dict, plan: LayoutPlan, a: dict, stream, mod):
         """A window's pairs (on the device) in launch order, and each one's share
         of the buffers (see ``align.cu`` for the two layouts), in the carved
         arrays ``a``: the host's plan uploaded, then expanded by
-        ``layout_pairs`` on ``stream``, ahead of the fill (the caller makes
-        ``stream`` current); nothing waits."""
+        ``layout_pairs`` of the window's module ``mod`` on ``stream``, ahead of
+        the fill (the caller makes ``stream`` current); nothing waits."""
         npairs, nwide = plan.npairs, plan.nwide
         seg, warp_off, warp_boff, warp_m, ops = self._upload(_uploads(plan), a["upload"], stream)
         rows, cols, off, boff = a["rows"], a["cols"], a["off"], a["boff"]
@@ -387,7 +388,7 @@ class GPUBackend:
         if op_off is not None:
             op_off[npairs:].data.copy_from_device_async(ops.data, ops.nbytes, stream)
         if npairs:
-            self._module(np.dtype(f"int{8 * plan.score_bytes}")).get_function("layout_pairs")(
+            mod.get_function("layout_pairs")(
                 (-(-npairs // THREADS),), (THREADS,),
                 (seg, np.int32(len(plan.segments)), np.int32(npairs), np.int32(nwide),
                  np.int32(state["col_base"]), state["offsets"], state["q2"],
@@ -446,7 +447,7 @@ class GPUBackend:
         dtype = job.score_dtype(w)
         mod = self._module(dtype)
         sc = job.scoring
-        h = {"w": w, "stream": stream, "ev": [cp.cuda.Event() for _ in range(5)]}
+        h = {"w": w, "mod": mod, "ev": [cp.cuda.Event() for _ in range(5)]}
         with stream:
             h["ev"][3].record()
             t = time.perf_counter()
@@ -455,7 +456,7 @@ class GPUBackend:
             a = self._slot_memory(stream, window_arrays(plan, job.traceback))
             self._add("alloc", time.perf_counter() - t)
             t = time.perf_counter()
-            lay = self._layout(job, state, plan, a, stream)
+            lay = self._layout(job, state, plan, a, stream, mod)
             self._add("layout", time.perf_counter() - t)
             d_row, d_col, npairs = a["rows"], a["cols"], plan.npairs
             h["lay"] = lay
@@ -535,7 +536,7 @@ class GPUBackend:
                 code = cp.empty(int(offs_h[-1]), cp.uint8)
                 length = cp.empty(int(offs_h[-1]), cp.int32)
                 if npairs:
-                    self._module(job.score_dtype(h["w"])).get_function("compact_ops")(
+                    h["mod"].get_function("compact_ops")(
                         (-(-npairs * 32 // THREADS),), (THREADS,),
                         (h["off"], offs, np.int32(npairs), h["code"], h["len"], code, length))
                 arrays += [code, length]
