@@ -228,6 +228,26 @@ struct BandTop {
     }
 };
 
+// A lane's query profile for its stripe (query rows i0 to i0 + 7), for the
+// warp kernels. The lanes of a warp score different query rows against
+// different target residues: lookups in one shared table would conflict on
+// its banks. Each lane keeps its stripe's profile instead, 8 signed bytes per
+// target residue at prof[t * 32 + lane] (one conflict-free 8-byte load per
+// column); rows past the query's end, and entries t >= K (the packed kernel's
+// one more, for columns past a target's end), score -128.
+__device__ __forceinline__ void build_profile(const int* matrix, int K, int entries, uint2* prof,
+                                              const unsigned char* a, int n, int i0, int lane) {
+    for (int t = 0; t < entries; ++t) {
+        unsigned w[2] = {0u, 0u};
+#pragma unroll
+        for (int r = 0; r < STRIPE; ++r) {
+            const int v = (t < K && i0 + r < n) ? matrix[a[i0 + r] * K + t] : -128;
+            w[r / 4] |= ((unsigned)v & 0xffu) << (8 * (r % 4));
+        }
+        prof[t * 32 + lane] = make_uint2(w[0], w[1]);
+    }
+}
+
 // One warp, one pair (see the top of the file for the layout). Every lane ends
 // with the best of its own cells; the caller reduces them.
 template <int mode, bool want_tb>
@@ -247,19 +267,7 @@ __device__ __forceinline__ void fill_warp(
         const int i0 = (band * 32 + lane) * STRIPE;
         const int last = min(31, nstripes - 1 - band * 32);  // the band's last lane
         st.start(a, n, i0, go, ge, neg);
-        // The lanes of a warp score different query rows against different target
-        // residues: lookups in one shared table would conflict on its banks. Each
-        // lane keeps its stripe's query profile instead, 8 signed bytes per target
-        // residue at prof[t * 32 + lane] (one conflict-free 8-byte load per column).
-        for (int t = 0; t < K; ++t) {
-            unsigned w[2] = {0u, 0u};
-#pragma unroll
-            for (int r = 0; r < STRIPE; ++r) {
-                const int v = (i0 + r < n) ? matrix[a[i0 + r] * K + t] : -128;
-                w[r / 4] |= ((unsigned)v & 0xffu) << (8 * (r % 4));
-            }
-            prof[t * 32 + lane] = make_uint2(w[0], w[1]);
-        }
+        build_profile(matrix, K, K, prof, a, n, i0, lane);
         __syncwarp();
         int diag = (mode == GLOBAL) ? gap_boundary(i0, go, ge) : 0;  // H[i0][0]
         int out_h = 0, out_f = neg;
@@ -488,15 +496,7 @@ __device__ __forceinline__ void fill_pack(
         const int i0 = (band * 32 + lane) * STRIPE;
         const int last = min(31, nstripes - 1 - band * 32);
         st.start(i0, go, ge);
-        for (int t = 0; t <= K; ++t) {
-            unsigned w[2] = {0u, 0u};
-#pragma unroll
-            for (int r = 0; r < STRIPE; ++r) {
-                const int v = (t < K && i0 + r < n) ? matrix[a[i0 + r] * K + t] : -128;
-                w[r / 4] |= ((unsigned)v & 0xffu) << (8 * (r % 4));
-            }
-            prof[t * 32 + lane] = make_uint2(w[0], w[1]);
-        }
+        build_profile(matrix, K, K + 1, prof, a, n, i0, lane);
         __syncwarp();
         unsigned diag = pack2((mode == GLOBAL) ? gap_boundary(i0, go, ge) : 0);
         unsigned out_h = 0, out_f = pack2(NEG16);
@@ -506,7 +506,7 @@ __device__ __forceinline__ void fill_pack(
         // takes them 32 columns at a time from the whole warp, every other lane
         // from its neighbour one step later. No per-step residue loads.
         const char* plane = reinterpret_cast<const char*>(prof + lane);
-        unsigned cols = prof_offsets(b0, m0, b1, m1, K, lane + 1), col = 0;
+        unsigned cols = 0, col = 0;
         const unsigned mine = lane <= last ? (unsigned)m : 0u;  // lanes past the band's end: none
         const int steps = m + last;
         unsigned* const band0 = tb0 + (long long)band * (m0 + 31) * 32 + lane;
@@ -514,7 +514,7 @@ __device__ __forceinline__ void fill_pack(
         for (int t = 0; t < steps; ++t) {
             unsigned hup, fup;
             above.step(top_h, top_f, t, lane, m, out_h, out_f, hup, fup);
-            if (t > 0 && (t & 31) == 0) cols = prof_offsets(b0, m0, b1, m1, K, t + lane + 1);
+            if ((t & 31) == 0) cols = prof_offsets(b0, m0, b1, m1, K, t + lane + 1);
             const unsigned from_left = __shfl_up_sync(FULL, col, 1);
             const unsigned from_warp = __shfl_sync(FULL, cols, t & 31);
             col = lane == 0 ? from_warp : from_left;
