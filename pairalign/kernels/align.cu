@@ -196,11 +196,13 @@ __device__ __forceinline__ void fill_thread(
     }
 }
 
-// The row above a warp's band, as its lanes take it: lane 0 one column of the
-// band's top row a step, 32 columns at a time from registers of the whole warp
-// (the next 32 loaded ahead); every other lane the last row of its neighbour's
-// stripe, one step old, through a shuffle. T: int, or two 16-bit halves.
-template <typename T>
+// The row above a band, as the lanes of a group of G (the warp, or a part of
+// it for the packed kernel's groups) take it: lane 0 one column of the band's
+// top row a step, G columns at a time from registers of the whole group (the
+// next G loaded ahead); every other lane the last row of its neighbour's
+// stripe, one step old, through a shuffle. T: int, or two 16-bit halves;
+// lane: the lane in the group.
+template <typename T, int G = 32>
 struct BandTop {
     T cur_h, cur_f, nxt_h, nxt_f;
 
@@ -208,43 +210,51 @@ struct BandTop {
     __device__ __forceinline__ BandTop(const P* top_h, const P* top_f, int lane, int m, T neg)
         : cur_h(0), cur_f(neg), nxt_h(0), nxt_f(neg) {
         if (lane + 1 <= m) { cur_h = top_h[lane + 1]; cur_f = top_f[lane + 1]; }
-        if (lane + 33 <= m) { nxt_h = top_h[lane + 33]; nxt_f = top_f[lane + 33]; }
+        if (lane + G + 1 <= m) { nxt_h = top_h[lane + G + 1]; nxt_f = top_f[lane + G + 1]; }
     }
 
     // H and F of the row above this lane's cell at step t
     template <typename P>
     __device__ __forceinline__ void step(const P* top_h, const P* top_f, int t, int lane, int m,
                                          T out_h, T out_f, T& hup, T& fup) {
-        if (t > 0 && (t & 31) == 0) {
+        if (t > 0 && (t & (G - 1)) == 0) {
             cur_h = nxt_h; cur_f = nxt_f;
-            const int k = t + 33 + lane;
+            const int k = t + G + 1 + lane;
             if (k <= m) { nxt_h = top_h[k]; nxt_f = top_f[k]; }
         }
-        hup = __shfl_up_sync(FULL, out_h, 1);
-        fup = __shfl_up_sync(FULL, out_f, 1);
-        const T th = __shfl_sync(FULL, cur_h, t & 31);
-        const T tf = __shfl_sync(FULL, cur_f, t & 31);
+        hup = __shfl_up_sync(FULL, out_h, 1, G);
+        fup = __shfl_up_sync(FULL, out_f, 1, G);
+        const T th = __shfl_sync(FULL, cur_h, t & (G - 1), G);
+        const T tf = __shfl_sync(FULL, cur_f, t & (G - 1), G);
         if (lane == 0) { hup = th; fup = tf; }
     }
 };
 
-// A lane's query profile for its stripe (query rows i0 to i0 + 7), for the
-// warp kernels. The lanes of a warp score different query rows against
+// A lane's query profile for its stripe (query rows i0 to i0 + R - 1), for
+// the warp kernels. The lanes of a warp score different query rows against
 // different target residues: lookups in one shared table would conflict on
-// its banks. Each lane keeps its stripe's profile instead, 8 signed bytes per
-// target residue at prof[t * 32 + lane] (one conflict-free 8-byte load per
-// column); rows past the query's end, and entries t >= K (the packed kernel's
-// one more, for columns past a target's end), score -128.
-__device__ __forceinline__ void build_profile(const int* matrix, int K, int entries, uint2* prof,
+// its banks. Each lane keeps its stripe's profile instead, R signed bytes per
+// target residue at prof[t * 32 + lane] (one conflict-free 8- or 16-byte load
+// per column); rows past the query's end, and entries t >= K (the packed
+// kernel's one more, for columns past a target's end), score -128.
+template <int R> struct ProfileWord;
+template <> struct ProfileWord<8> { typedef uint2 type; };
+template <> struct ProfileWord<16> { typedef uint4 type; };
+
+template <int R = STRIPE>
+__device__ __forceinline__ void build_profile(const int* matrix, int K, int entries,
+                                              typename ProfileWord<R>::type* prof,
                                               const unsigned char* a, int n, int i0, int lane) {
     for (int t = 0; t < entries; ++t) {
-        unsigned w[2] = {0u, 0u};
+        unsigned w[4] = {0u, 0u, 0u, 0u};
 #pragma unroll
-        for (int r = 0; r < STRIPE; ++r) {
+        for (int r = 0; r < R; ++r) {
             const int v = (t < K && i0 + r < n) ? matrix[a[i0 + r] * K + t] : -128;
             w[r / 4] |= ((unsigned)v & 0xffu) << (8 * (r % 4));
         }
-        prof[t * 32 + lane] = make_uint2(w[0], w[1]);
+        typename ProfileWord<R>::type word;
+        memcpy(&word, w, sizeof(word));
+        prof[t * 32 + lane] = word;
     }
 }
 
@@ -340,13 +350,15 @@ __device__ __forceinline__ unsigned max2_relu(unsigned a, unsigned b) {
 #define SIGNS 0x80008000u
 __device__ __forceinline__ unsigned lt2(unsigned a, unsigned b) { return ~add2(~a, b) & SIGNS; }
 
-template <int mode, bool want_tb>
+// R rows a lane: 8 with traceback (a 32-bit word a column), 8 or 16 without.
+template <int mode, bool want_tb, int R>
 struct Stripe2 {
-    unsigned hl[STRIPE], el[STRIPE];
+    static_assert(R == 8 || (R == 16 && !want_tb), "rows a lane: 8, or 16 score-only");
+    unsigned hl[R], el[R];
 
     __device__ __forceinline__ void start(int i0, int go, int ge) {
 #pragma unroll
-        for (int r = 0; r < STRIPE; ++r) {
+        for (int r = 0; r < R; ++r) {
             hl[r] = pack2((mode == GLOBAL) ? gap_boundary(i0 + r + 1, go, ge) : 0);
             el[r] = pack2(NEG16);
         }
@@ -362,15 +374,15 @@ struct Stripe2 {
     // the left < E' - ge, F likewise, e < f, h != d (d < E or F's H), and in
     // local mode h == 0 (h - 1 < 0). Rows 0-3 collect in `lo`, 4-7 in `hi`,
     // nibble r % 4 of each half; w0 and w1 are the two pairs' words.
-    __device__ __forceinline__ void column(unsigned (&sub)[STRIPE], unsigned diag,
+    __device__ __forceinline__ void column(unsigned (&sub)[R], unsigned diag,
                                            unsigned& hup, unsigned& fup, unsigned go2,
                                            unsigned ge2, unsigned& w0, unsigned& w1) {
         sub[0] = add2(diag, sub[0]);
 #pragma unroll
-        for (int r = 1; r < STRIPE; ++r) sub[r] = add2(hl[r - 1], sub[r]);
+        for (int r = 1; r < R; ++r) sub[r] = add2(hl[r - 1], sub[r]);
         unsigned lo = 0, hi = 0;
 #pragma unroll
-        for (int r = 0; r < STRIPE; ++r) {
+        for (int r = 0; r < R; ++r) {
             if (!want_tb) {
                 const unsigned e = __viaddmax_s16x2(el[r], ge2, hl[r]);
                 const unsigned f = __viaddmax_s16x2(fup, ge2, hup);
@@ -409,6 +421,15 @@ struct Stripe2 {
         }
     }
 
+    // H of the stripe's row r (0 <= r < R), both halves, by masks: a chain of
+    // selects on r lets nvcc move the stripe to local memory.
+    __device__ __forceinline__ unsigned row(int r) const {
+        unsigned x = 0;
+#pragma unroll
+        for (int k = 0; k < R; ++k) x |= hl[k] & (0u - (unsigned)(k == r));
+        return x;
+    }
+
     // The end cells of both pairs after column j (see Stripe::track). Local takes
     // the column's maximum and a slow path only where a half reaches its pair's
     // best (at least 1); floor holds max(best - 1, 0) of both pairs.
@@ -416,17 +437,18 @@ struct Stripe2 {
                                           unsigned& floor, int (&best)[2], int (&bi)[2],
                                           int (&bj)[2]) const {
         if (mode == LOCAL) {
-            const unsigned c2 = max2(__vimax3_s16x2(__vimax3_s16x2(hl[0], hl[1], hl[2]),
-                                                       __vimax3_s16x2(hl[3], hl[4], hl[5]),
-                                                       hl[6]), hl[7]);
+            unsigned c2 = __vimax3_s16x2(hl[0], hl[1], hl[2]);
+#pragma unroll
+            for (int r = 3; r + 1 < R; r += 2) c2 = __vimax3_s16x2(c2, hl[r], hl[r + 1]);
+            c2 = max2(c2, hl[R - 1]);  // R is even
             if (max2(c2, floor) != floor) {
 #pragma unroll
                 for (int k = 0; k < 2; ++k) {
                     const int c = half(c2, k);
                     if (c > best[k] || (c == best[k] && c > 0 && bi[k] > i0)) {
-                        int rf = STRIPE - 1;
+                        int rf = R - 1;
 #pragma unroll
-                        for (int r = STRIPE - 2; r >= 0; --r) rf = (half(hl[r], k) == c) ? r : rf;
+                        for (int r = R - 2; r >= 0; --r) rf = (half(hl[r], k) == c) ? r : rf;
                         const int i = i0 + rf + 1;
                         if (c > best[k] || i < bi[k]) { best[k] = c; bi[k] = i; bj[k] = j; }
                     }
@@ -434,28 +456,22 @@ struct Stripe2 {
                 floor = (((unsigned)max(best[1] - 1, 0)) << 16) | (unsigned)max(best[0] - 1, 0);
             }
         } else {
-            const bool last = i0 + STRIPE >= n;
+            const bool last = i0 + R >= n;
 #pragma unroll
             for (int k = 0; k < 2; ++k) {
                 const int mk = k ? m1 : m0;
                 if (j > mk) continue;
                 if (mode == SEMIGLOBAL) {
                     if (last) {
-                        int x = half(hl[0], k);
-#pragma unroll
-                        for (int r = 1; r < STRIPE; ++r) x = (n - 1 - i0 == r) ? half(hl[r], k) : x;
-                        offer(x, n, j, best[k], bi[k], bj[k]);
+                        offer(half(row(n - 1 - i0), k), n, j, best[k], bi[k], bj[k]);
                     }
                     if (j == mk) {
 #pragma unroll
-                        for (int r = 0; r < STRIPE; ++r)
+                        for (int r = 0; r < R; ++r)
                             if (i0 + r + 1 < n) offer(half(hl[r], k), i0 + r + 1, mk, best[k], bi[k], bj[k]);
                     }
                 } else if (last && j == mk) {
-                    int x = half(hl[0], k);
-#pragma unroll
-                    for (int r = 1; r < STRIPE; ++r) x = (n - 1 - i0 == r) ? half(hl[r], k) : x;
-                    best[k] = x; bi[k] = n; bj[k] = mk;
+                    best[k] = half(row(n - 1 - i0), k); bi[k] = n; bj[k] = mk;
                 }
             }
         }
@@ -463,82 +479,109 @@ struct Stripe2 {
 };
 
 // Where column j's profile rows start, in bytes from a lane's entry of row 0
-// (rows of 32 lanes x 8 bytes): low half target 0's, high half target 1's; a
+// (rows of 32 lanes x one Word): low half target 0's, high half target 1's; a
 // column past a target's end takes row K (-128 throughout).
+template <typename Word>
 __device__ __forceinline__ unsigned prof_offsets(const unsigned char* b0, int m0,
                                                  const unsigned char* b1, int m1, int K, int j) {
     const unsigned r0 = j <= m0 ? b0[j - 1] : K;
     const unsigned r1 = j <= m1 ? b1[j - 1] : K;
-    return (r0 | (r1 << 16)) * (32u * sizeof(uint2));
+    return (r0 | (r1 << 16)) * (32u * sizeof(Word));
 }
 
-// One warp, two pairs of one query (see above); the profile has one more entry,
-// K, of -128 for the shorter target's columns past its end. With traceback,
-// each pair's words go to its own wide layout (tb0, tb1), up to its own end.
-template <int mode, bool want_tb>
+// Word k of a lane's profile entry (rows 4k to 4k + 3)
+__device__ __forceinline__ unsigned word_at(const uint2& w, int k) { return k ? w.y : w.x; }
+__device__ __forceinline__ unsigned word_at(const uint4& w, int k) {
+    return k == 0 ? w.x : k == 1 ? w.y : k == 2 ? w.z : w.w;
+}
+
+// Two pairs of one query (see above) on a group of G lanes of R rows each: the
+// whole warp (G = 32, R = 8, the only shape with traceback), or 32 / G groups
+// of a warp, one couple each (score-only). Short queries fill more of a
+// group's band than of a warp's, a lane's per-column work (shuffles, profile
+// and bound bookkeeping) is shared by R rows, and a band's first and last
+// lanes wait G - 1 steps instead of 31. The warp runs until its longest
+// group is done (couples are consecutive targets of a row: of about one
+// length); a group with no couple (n = 0) only takes part in the shuffles.
+// lane: the lane in the warp (the profile's index). The profile has one more
+// entry, K, of -128 for the shorter target's columns past its end. With
+// traceback, each pair's words go to its own wide layout (tb0, tb1), up to its
+// own end.
+template <int mode, bool want_tb, int R, int G>
 __device__ __forceinline__ void fill_pack(
-     const int* matrix, int K, uint2* prof, const unsigned char* a, int n,
-     const unsigned char* b0, int m0, const unsigned char* b1, int m1, int go, int ge,
+     const int* matrix, int K, typename ProfileWord<R>::type* prof, const unsigned char* a,
+     int n, const unsigned char* b0, int m0, const unsigned char* b1, int m1, int go, int ge,
      unsigned* top_h, unsigned* top_f, unsigned* tb0, unsigned* tb1, int lane,
      int (&best)[2], int (&bi)[2], int (&bj)[2])
 {
+    static_assert(G == 32 || !want_tb, "traceback words are laid out per warp");
+    typedef typename ProfileWord<R>::type Word;
+    const int gl = lane & (G - 1);
     const int m = max(m0, m1);
-    for (int j = lane; j <= m; j += 32) {
-        top_h[j] = pack2(mode == GLOBAL ? gap_boundary(j, go, ge) : 0);
-        top_f[j] = pack2(NEG16);
+    if (n > 0) {
+        for (int j = gl; j <= m; j += G) {
+            top_h[j] = pack2(mode == GLOBAL ? gap_boundary(j, go, ge) : 0);
+            top_f[j] = pack2(NEG16);
+        }
     }
     const unsigned go2 = pack2(-go), ge2 = pack2(-ge);
     unsigned floor = 0;
-    const int nstripes = (n + STRIPE - 1) / STRIPE;
-    Stripe2<mode, want_tb> st;
-    for (int band = 0; band * 32 < nstripes; ++band) {
+    const int nstripes = (n + R - 1) / R;
+    const int nbands = (nstripes + G - 1) / G;
+    const int warp_bands = G == 32 ? nbands : (int)__reduce_max_sync(FULL, (unsigned)nbands);
+    Stripe2<mode, want_tb, R> st;
+    for (int band = 0; band < warp_bands; ++band) {
         __syncwarp();
-        const int i0 = (band * 32 + lane) * STRIPE;
-        const int last = min(31, nstripes - 1 - band * 32);
+        const bool on = band < nbands;  // the group has this band
+        const int i0 = (band * G + gl) * R;
+        const int last = on ? min(G - 1, nstripes - 1 - band * G) : -1;  // its last lane
+        const int mb = on ? m : 0;
         st.start(i0, go, ge);
-        build_profile(matrix, K, K + 1, prof, a, n, i0, lane);
+        if (on) build_profile<R>(matrix, K, K + 1, prof, a, n, i0, lane);
         __syncwarp();
         unsigned diag = pack2((mode == GLOBAL) ? gap_boundary(i0, go, ge) : 0);
         unsigned out_h = 0, out_f = pack2(NEG16);
-        BandTop<unsigned> above(top_h, top_f, lane, m, pack2(NEG16));
+        BandTop<unsigned, G> above(top_h, top_f, gl, mb, pack2(NEG16));
         // Column j's two profile rows, as byte offsets from this lane's entry
         // (low half: target 0, high: target 1), travel like H and F: lane 0
-        // takes them 32 columns at a time from the whole warp, every other lane
+        // takes them G columns at a time from the whole group, every other lane
         // from its neighbour one step later. No per-step residue loads.
         const char* plane = reinterpret_cast<const char*>(prof + lane);
         unsigned cols = 0, col = 0;
-        const unsigned mine = lane <= last ? (unsigned)m : 0u;  // lanes past the band's end: none
-        const int steps = m + last;
+        const unsigned mine = gl <= last ? (unsigned)m : 0u;  // lanes past the band's end: none
+        const int group_steps = on ? m + last : 0;
+        const int steps = G == 32 ? group_steps
+                                  : (int)__reduce_max_sync(FULL, (unsigned)group_steps);
         unsigned* const band0 = tb0 + (long long)band * (m0 + 31) * 32 + lane;
         unsigned* const band1 = tb1 + (long long)band * (m1 + 31) * 32 + lane;
         for (int t = 0; t < steps; ++t) {
             unsigned hup, fup;
-            above.step(top_h, top_f, t, lane, m, out_h, out_f, hup, fup);
-            if ((t & 31) == 0) cols = prof_offsets(b0, m0, b1, m1, K, t + lane + 1);
-            const unsigned from_left = __shfl_up_sync(FULL, col, 1);
-            const unsigned from_warp = __shfl_sync(FULL, cols, t & 31);
-            col = lane == 0 ? from_warp : from_left;
-            const int j = t - lane + 1;
-            if ((unsigned)(t - lane) < mine) {
+            above.step(top_h, top_f, t, gl, mb, out_h, out_f, hup, fup);
+            if ((t & (G - 1)) == 0) cols = prof_offsets<Word>(b0, m0, b1, m1, K, t + gl + 1);
+            const unsigned from_left = __shfl_up_sync(FULL, col, 1, G);
+            const unsigned from_group = __shfl_sync(FULL, cols, t & (G - 1), G);
+            col = gl == 0 ? from_group : from_left;
+            const int j = t - gl + 1;
+            if ((unsigned)(t - gl) < mine) {
                 const unsigned d0 = diag;
                 diag = hup;
-                const uint2 p0 = *reinterpret_cast<const uint2*>(plane + (col & 0xffffu));
-                const uint2 p1 = *reinterpret_cast<const uint2*>(plane + (col >> 16));
+                const Word p0 = *reinterpret_cast<const Word*>(plane + (col & 0xffffu));
+                const Word p1 = *reinterpret_cast<const Word*>(plane + (col >> 16));
                 // row r's two scores, each byte sign-extended into its half
-                unsigned sub[STRIPE];
+                unsigned sub[R];
 #pragma unroll
-                for (int r = 0; r < STRIPE; ++r) {
+                for (int r = 0; r < R; ++r) {
                     const unsigned k = r % 4;
                     const unsigned sel = k | ((k | 8u) << 4) | ((4u + k) << 8) | ((12u + k) << 12);
                     asm("prmt.b32 %0, %1, %2, %3;" : "=r"(sub[r])
-                        : "r"(r < 4 ? p0.x : p0.y), "r"(r < 4 ? p1.x : p1.y), "r"(sel));
+                        : "r"(word_at(p0, r / 4)), "r"(word_at(p1, r / 4)), "r"(sel));
                 }
                 unsigned w0, w1;
                 st.column(sub, d0, hup, fup, go2, ge2, w0, w1);
                 st.track(i0, j, n, m0, m1, floor, best, bi, bj);
                 out_h = hup;
                 out_f = fup;
-                if (lane == last) { top_h[j] = hup; top_f[j] = fup; }
+                if (gl == last) { top_h[j] = hup; top_f[j] = fup; }
                 if (want_tb) {
                     if (j <= m0) band0[t * 32] = w0;
                     if (j <= m1) band1[t * 32] = w1;
@@ -548,13 +591,14 @@ __device__ __forceinline__ void fill_pack(
     }
 }
 
-// The best (score, i, j) of a warp's lanes, in lane 0.
+// The best (score, i, j) of each group of G lanes, in its first lane.
+template <int G = 32>
 __device__ __forceinline__ void warp_best(int& best, int& bi, int& bj) {
 #pragma unroll
-    for (int k = 16; k > 0; k >>= 1) {
-        const int ob = __shfl_down_sync(FULL, best, k);
-        const int oi = __shfl_down_sync(FULL, bi, k);
-        const int oj = __shfl_down_sync(FULL, bj, k);
+    for (int k = G / 2; k > 0; k >>= 1) {
+        const int ob = __shfl_down_sync(FULL, best, k, G);
+        const int oi = __shfl_down_sync(FULL, bi, k, G);
+        const int oj = __shfl_down_sync(FULL, bj, k, G);
         if (ob > best || (ob == best && earlier(oi, oj, bi, bj))) {
             best = ob; bi = oi; bj = oj;
         }
@@ -618,16 +662,27 @@ fill(
     out_ej[p] = bj;
 }
 
-// Pairs 2c and 2c + 1 (one query) in warp c (fill_pack), with the boundary
-// rows at boff[2c] and each pair's traceback words at off[p]; a launch of its
-// own, so that its registers do not bound those of fill.
-// Blocks per SM (registers per thread: 64 at 4, 80 at 3): score-only
-// semiglobal spills at 4; with traceback all three modes take 3 (78-80
-// registers). Semiglobal with traceback spills 48 bytes there, and still runs
-// faster than at 2 blocks without spills (proteome, H100: GPU busy 0.386 s
-// against 0.413 s).
+// The packed kernel's shape without traceback (with it: 8 rows, whole warps):
+// rows a lane (8 or 16) and lanes a group (8, 16 or 32). The host reads them
+// from the module's options (gpu_backend.PACK_ROWS, PACK_GROUP).
+#ifndef PACK_ROWS
+#define PACK_ROWS 16
+#endif
+#ifndef PACK_GROUP
+#define PACK_GROUP 8
+#endif
+
+// Pairs 2c and 2c + 1 (one query) in group c (fill_pack): G lanes of a warp,
+// 32 / G groups a warp, with the boundary rows at boff[2c] and each pair's
+// traceback words at off[p]; a launch of its own, so that its registers do not
+// bound those of fill. Blocks per SM (registers per thread: 64 at 4, 80 at 3,
+// 128 at 2): score-only semiglobal spills at 4; with traceback all three modes
+// take 3 (78-80 registers). Semiglobal with traceback spills 48 bytes there,
+// and still runs faster than at 2 blocks without spills (proteome, H100: GPU
+// busy 0.386 s against 0.413 s). 16 rows a lane take 2 (their profile is 16
+// bytes a letter and lane: 100 KB a block at 24 letters).
 template <int mode, bool want_tb>
-__global__ void __launch_bounds__(256, (want_tb || mode == SEMIGLOBAL) ? 3 : 4)
+__global__ void __launch_bounds__(256, want_tb ? 3 : PACK_ROWS == 16 ? 2 : mode == SEMIGLOBAL ? 3 : 4)
 fill2(
      const unsigned char* __restrict__ codes, const long long* __restrict__ offsets,
      const int* __restrict__ pair_row, const int* __restrict__ pair_col, const int npairs,
@@ -636,27 +691,39 @@ fill2(
      unsigned int* __restrict__ tb, const long long* __restrict__ off,
      int* __restrict__ out_score, int* __restrict__ out_ei, int* __restrict__ out_ej)
 {
+    constexpr int R = want_tb ? STRIPE : PACK_ROWS;
+    constexpr int G = want_tb ? 32 : PACK_GROUP;
+    typedef typename ProfileWord<R>::type Word;
     extern __shared__ int shared[];
-    const int p = 2 * (int)((blockIdx.x * blockDim.x + threadIdx.x) / 32);
+    const int warp = (int)((blockIdx.x * blockDim.x + threadIdx.x) / 32);
     const int lane = threadIdx.x % 32;
-    if (p >= npairs) return;  // the whole warp
-    const long long qoff = offsets[pair_row[p]];
-    const long long t0 = offsets[pair_col[p]], t1 = offsets[pair_col[p + 1]];
-    const int n = (int)(offsets[pair_row[p] + 1] - qoff);
-    const int m0 = (int)(offsets[pair_col[p] + 1] - t0);
-    const int m1 = (int)(offsets[pair_col[p + 1] + 1] - t1);
-    uint2* prof = reinterpret_cast<uint2*>(shared) + (threadIdx.x / 32) * (K + 1) * 32;
+    if (2 * warp * (32 / G) >= npairs) return;  // the whole warp
+    const int p = 2 * (warp * (32 / G) + lane / G);
+    const bool real = p < npairs;  // npairs is even
+    long long qoff = 0, t0 = 0, t1 = 0, bo = 0;
+    int n = 0, m0 = 0, m1 = 0;
+    if (real) {
+        qoff = offsets[pair_row[p]];
+        t0 = offsets[pair_col[p]];
+        t1 = offsets[pair_col[p + 1]];
+        n = (int)(offsets[pair_row[p] + 1] - qoff);
+        m0 = (int)(offsets[pair_col[p] + 1] - t0);
+        m1 = (int)(offsets[pair_col[p + 1] + 1] - t1);
+        bo = boff[p];
+    }
+    Word* prof = reinterpret_cast<Word*>(shared) + (threadIdx.x / 32) * (K + 1) * 32;
     const int init = (mode == LOCAL) ? 0 : neg;
     int best[2] = {init, init}, bi[2] = {0, 0}, bj[2] = {0, 0};
-    fill_pack<mode, want_tb>(matrix, K, prof, codes + qoff, n, codes + t0, m0, codes + t1, m1,
-                             go, ge, reinterpret_cast<unsigned*>(bnd_h + boff[p]),
-                             reinterpret_cast<unsigned*>(bnd_f + boff[p]),
-                             want_tb ? tb + off[p] : tb, want_tb ? tb + off[p + 1] : tb, lane,
-                             best, bi, bj);
+    fill_pack<mode, want_tb, R, G>(
+        matrix, K, prof, codes + qoff, n, codes + t0, m0, codes + t1, m1, go, ge,
+        reinterpret_cast<unsigned*>(bnd_h + bo), reinterpret_cast<unsigned*>(bnd_f + bo),
+        want_tb ? tb + off[p] : tb, want_tb ? tb + off[p + 1] : tb, lane, best, bi, bj);
 #pragma unroll
     for (int k = 0; k < 2; ++k) {
-        warp_best(best[k], bi[k], bj[k]);
-        if (lane == 0) { out_score[p + k] = best[k]; out_ei[p + k] = bi[k]; out_ej[p + k] = bj[k]; }
+        warp_best<G>(best[k], bi[k], bj[k]);
+        if (real && lane % G == 0) {
+            out_score[p + k] = best[k]; out_ei[p + k] = bi[k]; out_ej[p + k] = bj[k];
+        }
     }
 }
 

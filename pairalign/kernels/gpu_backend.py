@@ -35,6 +35,11 @@ WIDE_STEPS_SCORE_ONLY: int | None = 1 << 11
 PACKED = True
 #: The same with traceback.
 PACKED_TRACEBACK = True
+#: Score-only packed pairs: query rows a lane (8 or 16) and lanes a group (8,
+#: 16 or 32), a couple (one query, two targets) a group. With traceback the
+#: packed kernel keeps 8 rows and whole warps (its words' layout).
+PACK_ROWS = 16
+PACK_GROUP = 8
 #: Results come back through a pinned staging buffer (asynchronous copies, one
 #: wait each time it fills) instead of one synchronous copy per array (proteome
 #: with traceback on the H100: downloads 0.29-0.33 to 0.26-0.27 s, wall within noise).
@@ -156,7 +161,8 @@ class GPUBackend:
         return f"gpu {self.devices[0]} ({props['name'].decode()})"
 
     def _module(self, dtype: np.dtype):
-        key = (dtype, DEFINES)
+        defines = (f"PACK_ROWS={PACK_ROWS}", f"PACK_GROUP={PACK_GROUP}", *DEFINES)
+        key = (dtype, defines)
         mod = self._modules.get(key)
         if mod is None:
             cp = self.cp
@@ -167,7 +173,7 @@ class GPUBackend:
             names += [f"walk<{m}>" for m in range(3)]
             mod = cp.RawModule(code=src, options=(f"-arch=sm_{cc}", "-std=c++17",
                                                   f"-DSCORE={_CTYPE[dtype]}",
-                                                  *(f"-D{d}" for d in DEFINES)),
+                                                  *(f"-D{d}" for d in defines)),
                                name_expressions=names)
             self._modules[key] = mod
         return mod
@@ -476,10 +482,11 @@ class GPUBackend:
             K = sc.matrix.shape[0]
             gaps = (np.int32(sc.gap_open), np.int32(sc.gap_extend), np.int32(NEG[dtype]))
             npack = lay["npack"]
-            if npack:  # 8 couples per block, a query profile per warp
-                pack_shared = 8 * (K + 1) * 32 * 8
+            if npack:  # a couple per group, 8 warps per block, a query profile per warp
+                rows, group = (STRIPE, 32) if job.traceback else (PACK_ROWS, PACK_GROUP)
+                pack_shared = 8 * (K + 1) * 32 * rows
                 self._function(mod, f"fill2<{job.mode_code},{tb_flag}>", pack_shared)(
-                    (-(-npack // 16),), (THREADS,),
+                    (-(-npack // (8 * (32 // group) * 2)),), (THREADS,),
                     (state["codes"], state["offsets"], d_row, d_col, np.int32(npack),
                      state["matrix"], np.int32(K), *gaps, bnd_h, bnd_f, lay["boff"], tb,
                      lay["off"], h["score"], h["ei"], h["ej"]), shared_mem=pack_shared)
