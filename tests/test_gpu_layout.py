@@ -31,13 +31,14 @@ def fits_below(limit):
 
 
 def expanded(rows_len, cols_len, w, traceback, steps=STEPS, fits16=None, score_bytes=2,
-             col_base=0):
+             col_base=0, per_warp=1):
     plan = plan_window(rows_len, cols_len, w, traceback=traceback, wide_steps=steps,
-                       fits16=fits16, score_bytes=score_bytes)
+                       fits16=fits16, score_bytes=score_bytes, couples_per_warp=per_warp)
     return plan, expand(plan, rows_len, cols_len, col_base, traceback)
 
 
-def check_plan(plan, lay, rows_len, cols_len, w, traceback, steps, fits16, col_base=0):
+def check_plan(plan, lay, rows_len, cols_len, w, traceback, steps, fits16, col_base=0,
+               per_warp=1):
     """Every pair once, in the launch order of gpu_layout's docstring, with
     buffers that neither overlap nor fall short of what the kernels write."""
     r, c = lay["rows"].astype(np.int64), lay["cols"].astype(np.int64) - col_base
@@ -58,6 +59,16 @@ def check_plan(plan, lay, rows_len, cols_len, w, traceback, steps, fits16, col_b
     a, b = slice(0, npack, 2), slice(1, npack, 2)
     assert fit[:npack].all() and (r[a] == r[b]).all() and (c[b] == c[a] + 1).all()
     assert (m[a] >= m[b]).all()
+    # the packed kernel's warps: the couples in order, up to per_warp a warp, all
+    # of one row; a warp with fewer is its row's last
+    cw = plan.couple_warps.astype(np.int64)
+    assert cw[0] == 0 and cw[-1] == npack // 2
+    size = np.diff(cw)
+    assert (size >= 1).all() and (size <= per_warp).all()
+    warp_of = np.repeat(np.arange(size.size), size)
+    assert np.array_equal(r[a], r[2 * cw[warp_of]])
+    short = np.flatnonzero(size[:-1] < per_warp)
+    assert (r[2 * cw[short + 1]] != r[2 * cw[short]]).all()
     # the other wide pairs row-major, at most one that fits a row (no partner)
     key = r * 100000 + c
     assert (np.diff(key[npack:nwide]) > 0).all()
@@ -119,7 +130,8 @@ def check_plan(plan, lay, rows_len, cols_len, w, traceback, steps, fits16, col_b
 @pytest.mark.parametrize("triangle", [False, True])
 @pytest.mark.parametrize("longest", [300, 900])
 @pytest.mark.parametrize("traceback", [False, True])
-def test_plan_orders_pairs_and_sizes_buffers(seed, triangle, longest, traceback):
+@pytest.mark.parametrize("per_warp", [1, 4])
+def test_plan_orders_pairs_and_sizes_buffers(seed, triangle, longest, traceback, per_warp):
     rng = np.random.default_rng(seed)
     count = 150
     rows_len = lengths_sorted(rng, count, longest)
@@ -130,10 +142,11 @@ def test_plan_orders_pairs_and_sizes_buffers(seed, triangle, longest, traceback)
     steps = int(np.quantile((rows_len[w.r0:w.r1, None] + 7) // 8 * cols_len[w.c0:w.c1], 0.6))
     fits16 = fits_below(int(np.quantile(cols_len[w.c0:w.c1], 0.8)))
     plan, lay = expanded(rows_len, cols_len, w, traceback, steps, fits16,
-                         score_bytes=2 if seed % 2 else 4, col_base=0 if triangle else count)
+                         score_bytes=2 if seed % 2 else 4, col_base=0 if triangle else count,
+                         per_warp=per_warp)
     assert plan.npack and plan.nwide > plan.npack and plan.npairs > plan.nwide
     check_plan(plan, lay, rows_len, cols_len, w, traceback, steps, fits16,
-               col_base=0 if triangle else count)
+               col_base=0 if triangle else count, per_warp=per_warp)
 
 
 @pytest.mark.parametrize("steps", [None, 1, 1 << 40])
@@ -170,7 +183,7 @@ def test_plan_of_a_job_sizes_windows_without_a_device():
         assert be.window_bytes(job, w) == gpu_backend.window_bytes(plan, False)
         lay = expand(plan, lengths, lengths, 0, False)
         check_plan(plan, lay, lengths, lengths, w, False, gpu_backend.WIDE_STEPS_SCORE_ONLY,
-                   job.scoring.fits_int16)
+                   job.scoring.fits_int16, per_warp=32 // gpu_backend.PACK_GROUP)
         assert plan.npairs == w.pairs
         packed += plan.npack
         unpacked += plan.nwide - plan.npack
@@ -241,8 +254,10 @@ def test_plan_refuses_unsorted_lengths():
        corner=st.tuples(st.integers(0, 69), st.integers(0, 69), st.integers(1, 70),
                         st.integers(1, 70)),
        steps=st.one_of(st.none(), st.integers(1, 3000)), fit=st.integers(0, 400),
-       traceback=st.booleans(), score_bytes=st.sampled_from([2, 4]))
-def test_plan_holds_for_any_window(lengths, cols, corner, steps, fit, traceback, score_bytes):
+       traceback=st.booleans(), score_bytes=st.sampled_from([2, 4]),
+       per_warp=st.sampled_from([1, 2, 4, 8]))
+def test_plan_holds_for_any_window(lengths, cols, corner, steps, fit, traceback, score_bytes,
+                                   per_warp):
     """Ties, lengths of 1, rows with no pairs, windows of one row or column,
     every pair wide or none: the same rules as above."""
     rows_len = np.sort(np.array(lengths, np.int64))[::-1]
@@ -253,6 +268,6 @@ def test_plan_holds_for_any_window(lengths, cols, corner, steps, fit, traceback,
                0, 0)
     fits16 = fits_below(fit)
     plan, lay = expanded(rows_len, cols_len, w, traceback, steps, fits16, score_bytes,
-                         col_base=0 if cols is None else len(rows_len))
+                         col_base=0 if cols is None else len(rows_len), per_warp=per_warp)
     check_plan(plan, lay, rows_len, cols_len, w, traceback, steps, fits16,
-               col_base=0 if cols is None else len(rows_len))
+               col_base=0 if cols is None else len(rows_len), per_warp=per_warp)

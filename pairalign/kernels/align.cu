@@ -48,6 +48,21 @@
 #define SCORE int
 #endif
 
+// The packed kernel's shape without traceback (with it: 8 rows, whole warps):
+// rows a lane (8 or 16), lanes a group (4, 8, 16 or 32) and steps unrolled.
+// The host passes the first two (gpu_backend.PACK_ROWS, PACK_GROUP); the
+// unrolling is for in-process A/B.
+#ifndef PACK_ROWS
+#define PACK_ROWS 16
+#endif
+#ifndef PACK_GROUP
+#define PACK_GROUP 8
+#endif
+#ifndef PACK_UNROLL
+#define PACK_UNROLL 1
+#endif
+constexpr int pack_unroll = PACK_UNROLL;  // #pragma unroll expands no macros
+
 __device__ __forceinline__ int gap_boundary(int i, int go, int ge) {
     return i == 0 ? 0 : -(go + (i - 1) * ge);
 }
@@ -230,22 +245,26 @@ struct BandTop {
     }
 };
 
-// A lane's query profile for its stripe (query rows i0 to i0 + R - 1), for
-// the warp kernels. The lanes of a warp score different query rows against
-// different target residues: lookups in one shared table would conflict on
-// its banks. Each lane keeps its stripe's profile instead, R signed bytes per
-// target residue at prof[t * 32 + lane] (one conflict-free 8- or 16-byte load
-// per column); rows past the query's end, and entries t >= K (the packed
-// kernel's one more, for columns past a target's end), score -128.
+// The query profile of a band of G lanes of R rows (lane l: rows (band * G +
+// l) * R onwards), for the warp kernels. The lanes score different query rows
+// against different target residues: lookups in one shared table would
+// conflict on its banks. The profile holds instead, for each target residue
+// t, each lane's R scores as signed bytes at prof[t * G + l]: one
+// conflict-free 8- or 16-byte load per lane and column (G lanes read one
+// residue's G consecutive words). The groups of a packed warp share their
+// query, and so one profile, built by the whole warp. Rows past the query's
+// end, and entries t >= K (the packed kernel's one more, for columns past a
+// target's end), score -128.
 template <int R> struct ProfileWord;
 template <> struct ProfileWord<8> { typedef uint2 type; };
 template <> struct ProfileWord<16> { typedef uint4 type; };
 
-template <int R = STRIPE>
+template <int R, int G>
 __device__ __forceinline__ void build_profile(const int* matrix, int K, int entries,
                                               typename ProfileWord<R>::type* prof,
-                                              const unsigned char* a, int n, int i0, int lane) {
-    for (int t = 0; t < entries; ++t) {
+                                              const unsigned char* a, int n, int band, int lane) {
+    for (int k = lane; k < entries * G; k += 32) {
+        const int t = k / G, i0 = (band * G + k % G) * R;
         unsigned w[4] = {0u, 0u, 0u, 0u};
 #pragma unroll
         for (int r = 0; r < R; ++r) {
@@ -254,7 +273,7 @@ __device__ __forceinline__ void build_profile(const int* matrix, int K, int entr
         }
         typename ProfileWord<R>::type word;
         memcpy(&word, w, sizeof(word));
-        prof[t * 32 + lane] = word;
+        prof[k] = word;
     }
 }
 
@@ -277,7 +296,7 @@ __device__ __forceinline__ void fill_warp(
         const int i0 = (band * 32 + lane) * STRIPE;
         const int last = min(31, nstripes - 1 - band * 32);  // the band's last lane
         st.start(a, n, i0, go, ge, neg);
-        build_profile(matrix, K, K, prof, a, n, i0, lane);
+        build_profile<STRIPE, 32>(matrix, K, K, prof, a, n, band, lane);
         __syncwarp();
         int diag = (mode == GLOBAL) ? gap_boundary(i0, go, ge) : 0;  // H[i0][0]
         int out_h = 0, out_f = neg;
@@ -478,15 +497,15 @@ struct Stripe2 {
     }
 };
 
-// Where column j's profile rows start, in bytes from a lane's entry of row 0
-// (rows of 32 lanes x one Word): low half target 0's, high half target 1's; a
-// column past a target's end takes row K (-128 throughout).
-template <typename Word>
+// Where column j's profile entries start, in bytes from a lane's word of entry
+// 0 (entries of G words): low half target 0's, high half target 1's; a column
+// past a target's end takes entry K (-128 throughout).
+template <typename Word, int G>
 __device__ __forceinline__ unsigned prof_offsets(const unsigned char* b0, int m0,
                                                  const unsigned char* b1, int m1, int K, int j) {
     const unsigned r0 = j <= m0 ? b0[j - 1] : K;
     const unsigned r1 = j <= m1 ? b1[j - 1] : K;
-    return (r0 | (r1 << 16)) * (32u * sizeof(Word));
+    return (r0 | (r1 << 16)) * (unsigned)(G * sizeof(Word));
 }
 
 // Word k of a lane's profile entry (rows 4k to 4k + 3)
@@ -497,16 +516,16 @@ __device__ __forceinline__ unsigned word_at(const uint4& w, int k) {
 
 // Two pairs of one query (see above) on a group of G lanes of R rows each: the
 // whole warp (G = 32, R = 8, the only shape with traceback), or 32 / G groups
-// of a warp, one couple each (score-only). Short queries fill more of a
-// group's band than of a warp's, a lane's per-column work (shuffles, profile
-// and bound bookkeeping) is shared by R rows, and a band's first and last
-// lanes wait G - 1 steps instead of 31. The warp runs until its longest
-// group is done (couples are consecutive targets of a row: of about one
-// length); a group with no couple (n = 0) only takes part in the shuffles.
-// lane: the lane in the warp (the profile's index). The profile has one more
-// entry, K, of -128 for the shorter target's columns past its end. With
-// traceback, each pair's words go to its own wide layout (tb0, tb1), up to its
-// own end.
+// of a warp, one couple each, all of one query (score-only). Short queries
+// fill more of a group's band than of a warp's, a lane's per-column work
+// (shuffles, profile and bound bookkeeping) is shared by R rows, and a band's
+// first and last lanes wait G - 1 steps instead of 31. The warp runs until its
+// longest group is done (its couples are consecutive targets of a row: of
+// about one length); a group with no couple (m0 = m1 = 0) only takes part in
+// the shuffles. lane: the lane in the warp; prof: the warp's profile, (K + 1)
+// entries of G words (see build_profile), entry K for the shorter target's
+// columns past its end. With traceback, each pair's words go to its own wide
+// layout (tb0, tb1), up to its own end.
 template <int mode, bool want_tb, int R, int G>
 __device__ __forceinline__ void fill_pack(
      const int* matrix, int K, typename ProfileWord<R>::type* prof, const unsigned char* a,
@@ -518,7 +537,7 @@ __device__ __forceinline__ void fill_pack(
     typedef typename ProfileWord<R>::type Word;
     const int gl = lane & (G - 1);
     const int m = max(m0, m1);
-    if (n > 0) {
+    if (m > 0) {
         for (int j = gl; j <= m; j += G) {
             top_h[j] = pack2(mode == GLOBAL ? gap_boundary(j, go, ge) : 0);
             top_f[j] = pack2(NEG16);
@@ -527,37 +546,34 @@ __device__ __forceinline__ void fill_pack(
     const unsigned go2 = pack2(-go), ge2 = pack2(-ge);
     unsigned floor = 0;
     const int nstripes = (n + R - 1) / R;
-    const int nbands = (nstripes + G - 1) / G;
-    const int warp_bands = G == 32 ? nbands : (int)__reduce_max_sync(FULL, (unsigned)nbands);
     Stripe2<mode, want_tb, R> st;
-    for (int band = 0; band < warp_bands; ++band) {
+    for (int band = 0; band * G < nstripes; ++band) {
         __syncwarp();
-        const bool on = band < nbands;  // the group has this band
         const int i0 = (band * G + gl) * R;
-        const int last = on ? min(G - 1, nstripes - 1 - band * G) : -1;  // its last lane
-        const int mb = on ? m : 0;
+        const int last = min(G - 1, nstripes - 1 - band * G);  // the band's last lane
         st.start(i0, go, ge);
-        if (on) build_profile<R>(matrix, K, K + 1, prof, a, n, i0, lane);
+        build_profile<R, G>(matrix, K, K + 1, prof, a, n, band, lane);
         __syncwarp();
         unsigned diag = pack2((mode == GLOBAL) ? gap_boundary(i0, go, ge) : 0);
         unsigned out_h = 0, out_f = pack2(NEG16);
-        BandTop<unsigned, G> above(top_h, top_f, gl, mb, pack2(NEG16));
+        BandTop<unsigned, G> above(top_h, top_f, gl, m, pack2(NEG16));
         // Column j's two profile rows, as byte offsets from this lane's entry
         // (low half: target 0, high: target 1), travel like H and F: lane 0
         // takes them G columns at a time from the whole group, every other lane
         // from its neighbour one step later. No per-step residue loads.
-        const char* plane = reinterpret_cast<const char*>(prof + lane);
+        const char* plane = reinterpret_cast<const char*>(prof + gl);
         unsigned cols = 0, col = 0;
         const unsigned mine = gl <= last ? (unsigned)m : 0u;  // lanes past the band's end: none
-        const int group_steps = on ? m + last : 0;
+        const int group_steps = m + last;
         const int steps = G == 32 ? group_steps
                                   : (int)__reduce_max_sync(FULL, (unsigned)group_steps);
         unsigned* const band0 = tb0 + (long long)band * (m0 + 31) * 32 + lane;
         unsigned* const band1 = tb1 + (long long)band * (m1 + 31) * 32 + lane;
+#pragma unroll pack_unroll
         for (int t = 0; t < steps; ++t) {
             unsigned hup, fup;
-            above.step(top_h, top_f, t, gl, mb, out_h, out_f, hup, fup);
-            if ((t & (G - 1)) == 0) cols = prof_offsets<Word>(b0, m0, b1, m1, K, t + gl + 1);
+            above.step(top_h, top_f, t, gl, m, out_h, out_f, hup, fup);
+            if ((t & (G - 1)) == 0) cols = prof_offsets<Word, G>(b0, m0, b1, m1, K, t + gl + 1);
             const unsigned from_left = __shfl_up_sync(FULL, col, 1, G);
             const unsigned from_group = __shfl_sync(FULL, cols, t & (G - 1), G);
             col = gl == 0 ? from_group : from_left;
@@ -662,30 +678,21 @@ fill(
     out_ej[p] = bj;
 }
 
-// The packed kernel's shape without traceback (with it: 8 rows, whole warps):
-// rows a lane (8 or 16) and lanes a group (8, 16 or 32). The host reads them
-// from the module's options (gpu_backend.PACK_ROWS, PACK_GROUP).
-#ifndef PACK_ROWS
-#define PACK_ROWS 16
-#endif
-#ifndef PACK_GROUP
-#define PACK_GROUP 8
-#endif
-
-// Pairs 2c and 2c + 1 (one query) in group c (fill_pack): G lanes of a warp,
-// 32 / G groups a warp, with the boundary rows at boff[2c] and each pair's
-// traceback words at off[p]; a launch of its own, so that its registers do not
-// bound those of fill. Blocks per SM (registers per thread: 64 at 4, 80 at 3,
-// 128 at 2): score-only semiglobal spills at 4; with traceback all three modes
-// take 3 (78-80 registers). Semiglobal with traceback spills 48 bytes there,
-// and still runs faster than at 2 blocks without spills (proteome, H100: GPU
-// busy 0.386 s against 0.413 s). 16 rows a lane take 2 (their profile is 16
-// bytes a letter and lane: 100 KB a block at 24 letters).
+// Pairs 2c and 2c + 1 (one query) in group c (fill_pack), couples
+// couple_warps[w] to couple_warps[w + 1] (at most 32 / G) in warp w, all of
+// one query; the boundary rows at boff[2c], each pair's traceback words at
+// off[p]. A launch of its own, so that its registers do not bound those of
+// fill. Blocks per SM (registers per thread: 80 at 3, 128 at 2): with
+// traceback 3 (77-80 registers; semiglobal spills 16 bytes). Score-only, 16
+// rows a lane take 94-112 registers at 2; at 3 local spills 24 bytes and runs
+// as fast, semiglobal 164 and runs 1.6x slower, global 60 and runs 1.13x
+// faster (1e12 cells, H100).
 template <int mode, bool want_tb>
-__global__ void __launch_bounds__(256, want_tb ? 3 : PACK_ROWS == 16 ? 2 : mode == SEMIGLOBAL ? 3 : 4)
+__global__ void __launch_bounds__(256, want_tb || mode == GLOBAL ? 3 : 2)
 fill2(
      const unsigned char* __restrict__ codes, const long long* __restrict__ offsets,
-     const int* __restrict__ pair_row, const int* __restrict__ pair_col, const int npairs,
+     const int* __restrict__ pair_row, const int* __restrict__ pair_col,
+     const int* __restrict__ couple_warps, const int nwarps,
      const int* __restrict__ matrix, const int K, const int go, const int ge, const int neg,
      SCORE* __restrict__ bnd_h, SCORE* __restrict__ bnd_f, const long long* __restrict__ boff,
      unsigned int* __restrict__ tb, const long long* __restrict__ off,
@@ -697,27 +704,29 @@ fill2(
     extern __shared__ int shared[];
     const int warp = (int)((blockIdx.x * blockDim.x + threadIdx.x) / 32);
     const int lane = threadIdx.x % 32;
-    if (2 * warp * (32 / G) >= npairs) return;  // the whole warp
-    const int p = 2 * (warp * (32 / G) + lane / G);
-    const bool real = p < npairs;  // npairs is even
-    long long qoff = 0, t0 = 0, t1 = 0, bo = 0;
-    int n = 0, m0 = 0, m1 = 0;
+    if (warp >= nwarps) return;  // the whole warp
+    const int first = couple_warps[warp];
+    const int p = 2 * (first + lane / G);
+    const bool real = p < 2 * couple_warps[warp + 1];
+    const long long qoff = offsets[pair_row[2 * first]];
+    const int n = (int)(offsets[pair_row[2 * first] + 1] - qoff);
+    long long t0 = 0, t1 = 0, bo = 0;
+    int m0 = 0, m1 = 0;
     if (real) {
-        qoff = offsets[pair_row[p]];
         t0 = offsets[pair_col[p]];
         t1 = offsets[pair_col[p + 1]];
-        n = (int)(offsets[pair_row[p] + 1] - qoff);
         m0 = (int)(offsets[pair_col[p] + 1] - t0);
         m1 = (int)(offsets[pair_col[p + 1] + 1] - t1);
         bo = boff[p];
     }
-    Word* prof = reinterpret_cast<Word*>(shared) + (threadIdx.x / 32) * (K + 1) * 32;
+    Word* prof = reinterpret_cast<Word*>(shared) + (threadIdx.x / 32) * (K + 1) * G;
     const int init = (mode == LOCAL) ? 0 : neg;
     int best[2] = {init, init}, bi[2] = {0, 0}, bj[2] = {0, 0};
     fill_pack<mode, want_tb, R, G>(
         matrix, K, prof, codes + qoff, n, codes + t0, m0, codes + t1, m1, go, ge,
         reinterpret_cast<unsigned*>(bnd_h + bo), reinterpret_cast<unsigned*>(bnd_f + bo),
-        want_tb ? tb + off[p] : tb, want_tb ? tb + off[p + 1] : tb, lane, best, bi, bj);
+        want_tb && real ? tb + off[p] : tb, want_tb && real ? tb + off[p + 1] : tb, lane,
+        best, bi, bj);
 #pragma unroll
     for (int k = 0; k < 2; ++k) {
         warp_best<G>(best[k], bi[k], bj[k]);

@@ -58,8 +58,15 @@ _CTYPE = {np.dtype(np.int16): "short", np.dtype(np.int32): "int"}
 def _profile_fits(matrix: np.ndarray) -> bool:
     """Whether the warp kernels' query profile holds this matrix: signed bytes,
     8 warps x 32 lanes x 8 bytes per letter, 48 KB of shared memory at 24
-    letters (the packed kernel's pad letter takes it past 48 KB: it opts in)."""
+    letters (the packed kernel with traceback has a pad letter more and opts
+    in past 48 KB; without, a warp's four groups share 8 lanes' profile)."""
     return matrix.shape[0] <= 24 and int(matrix.min()) >= -127 and int(matrix.max()) <= 127
+
+
+def _pack_shape(traceback: bool) -> tuple[int, int]:
+    """The packed kernel's query rows a lane and lanes a group (a couple each);
+    with traceback, 8 rows and whole warps (the words' layout)."""
+    return (STRIPE, 32) if traceback else (PACK_ROWS, PACK_GROUP)
 
 
 def _carve(sizes) -> tuple[list[int], int]:
@@ -76,7 +83,7 @@ def _uploads(plan: LayoutPlan) -> list[np.ndarray]:
     """What the host sends for a window: its plan's segments and narrow warps,
     and the operation total (``op_off``'s last entry)."""
     return [plan.segments, plan.warp_off, plan.warp_boff, plan.warp_m,
-            np.array([plan.ops], np.int64)]
+            np.array([plan.ops], np.int64), plan.couple_warps]
 
 
 def window_arrays(plan: LayoutPlan, traceback: bool) -> dict[str, tuple[int, np.dtype]]:
@@ -375,7 +382,8 @@ class GPUBackend:
             plan = plan_window(job.rows.lengths, job.col_set.lengths, w,
                                traceback=job.traceback, wide_steps=limit,
                                fits16=job.scoring.fits_int16 if pack else None,
-                               score_bytes=job.score_dtype(w).itemsize)
+                               score_bytes=job.score_dtype(w).itemsize,
+                               couples_per_warp=32 // _pack_shape(job.traceback)[1])
             self._plans[w] = plan
         return plan
 
@@ -386,7 +394,8 @@ class GPUBackend:
         ``layout_pairs`` of the window's module ``mod`` on ``stream``, ahead of
         the fill (the caller makes ``stream`` current); nothing waits."""
         npairs, nwide = plan.npairs, plan.nwide
-        seg, warp_off, warp_boff, warp_m, ops = self._upload(_uploads(plan), a["upload"], stream)
+        seg, warp_off, warp_boff, warp_m, ops, couple_warps = self._upload(
+            _uploads(plan), a["upload"], stream)
         rows, cols, off, boff = a["rows"], a["cols"], a["off"], a["boff"]
         off[nwide:].data.copy_from_device_async(warp_off.data, warp_off.nbytes, stream)
         boff[nwide:].data.copy_from_device_async(warp_boff.data, warp_boff.nbytes, stream)
@@ -401,7 +410,8 @@ class GPUBackend:
                  np.int32(4 // plan.score_bytes), np.int32(job.traceback), rows, cols, off,
                  boff, op_off if op_off is not None else off))
         return {"npairs": npairs, "nwide": nwide, "npack": plan.npack, "off": off,
-                "boff": boff, "warp_m": warp_m, "op_off": op_off}
+                "boff": boff, "warp_m": warp_m, "op_off": op_off,
+                "couple_warps": couple_warps, "nwarps_pack": plan.couple_warps.size - 1}
 
     def run_window(self, job: Job, state: dict, w: Window) -> PairBatch:
         return next(self.run_windows(job, state, [w]))
@@ -483,11 +493,13 @@ class GPUBackend:
             gaps = (np.int32(sc.gap_open), np.int32(sc.gap_extend), np.int32(NEG[dtype]))
             npack = lay["npack"]
             if npack:  # a couple per group, 8 warps per block, a query profile per warp
-                rows, group = (STRIPE, 32) if job.traceback else (PACK_ROWS, PACK_GROUP)
-                pack_shared = 8 * (K + 1) * 32 * rows
+                rows, group = _pack_shape(job.traceback)
+                pack_shared = 8 * (K + 1) * group * rows
+                nwarps = lay["nwarps_pack"]
                 self._function(mod, f"fill2<{job.mode_code},{tb_flag}>", pack_shared)(
-                    (-(-npack // (8 * (32 // group) * 2)),), (THREADS,),
-                    (state["codes"], state["offsets"], d_row, d_col, np.int32(npack),
+                    (-(-nwarps // 8),), (THREADS,),
+                    (state["codes"], state["offsets"], d_row, d_col, lay["couple_warps"],
+                     np.int32(nwarps),
                      state["matrix"], np.int32(K), *gaps, bnd_h, bnd_f, lay["boff"], tb,
                      lay["off"], h["score"], h["ei"], h["ej"]), shared_mem=pack_shared)
             fill = mod.get_function(f"fill<{job.mode_code},{tb_flag}>")

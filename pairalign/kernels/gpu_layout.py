@@ -64,6 +64,10 @@ class LayoutPlan:
         each narrow warp's block starts, and the totals last.
     warp_m : numpy.ndarray
         int32, each narrow warp's longest target.
+    couple_warps : numpy.ndarray
+        int32, ``nwarps + 1``: the first couple (pairs ``2c, 2c + 1``) of each
+        warp of the packed kernel, whose couples are of one row, and the
+        number of couples last.
     tb_words, bnd, ops : int
         Traceback words (uint32), boundary entries (one score each, H and F
         alike) and operation slots the window needs.
@@ -78,6 +82,7 @@ class LayoutPlan:
     warp_off: np.ndarray
     warp_boff: np.ndarray
     warp_m: np.ndarray
+    couple_warps: np.ndarray
     tb_words: int
     bnd: int
     ops: int
@@ -113,7 +118,7 @@ def _first_fit(n: np.ndarray, lengths: np.ndarray, lo: np.ndarray, hi: np.ndarra
 
 def plan_window(row_lengths: np.ndarray, col_lengths: np.ndarray, w: Window, *,
                 traceback: bool, wide_steps: int | None, fits16: Callable | None,
-                score_bytes: int) -> LayoutPlan:
+                score_bytes: int, couples_per_warp: int = 1) -> LayoutPlan:
     """The launch layout of window ``w``.
 
     Parameters
@@ -133,6 +138,8 @@ def plan_window(row_lengths: np.ndarray, col_lengths: np.ndarray, w: Window, *,
         bits; wide pairs that fit are packed two per warp. None: none is.
     score_bytes : int
         Bytes of one boundary entry.
+    couples_per_warp : int
+        Couples a warp of the packed kernel takes (of one row).
     """
     rows_len = np.asarray(row_lengths, np.int64)
     cols_len = np.asarray(col_lengths, np.int64)
@@ -218,9 +225,17 @@ def plan_window(row_lengths: np.ndarray, col_lengths: np.ndarray, w: Window, *,
     warp_boff = np.full(wm.size + 1, wide_bnd, np.int64)
     np.cumsum((wm + 1) * 32, out=warp_boff[1:])
     warp_boff[1:] += wide_bnd
+    # the packed kernel's warps: each row's couples, couples_per_warp at a time
+    coupling = segments[:, KIND] == COUPLE
+    couples = segments[coupling, COUNT] // 2
+    cwarps = -(-couples // couples_per_warp)
+    couple_warps = np.repeat(segments[coupling, POS] // 2, cwarps)
+    couple_warps += couples_per_warp * _ranges(0 * cwarps, cwarps)
+    couple_warps = np.append(couple_warps, couples.sum()).astype(np.int32)
     return LayoutPlan(segments=segments, npairs=int(seg_n.sum()), nwide=int(nw.sum()),
                       npack=int(coupled.sum()), warp_off=warp_off, warp_boff=warp_boff,
-                      warp_m=wm.astype(np.int32), tb_words=int(warp_off[-1]),
+                      warp_m=wm.astype(np.int32), couple_warps=couple_warps,
+                      tb_words=int(warp_off[-1]),
                       bnd=int(warp_boff[-1]), ops=int(np.sum(ops)), score_bytes=score_bytes)
 
 
