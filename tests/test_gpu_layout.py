@@ -92,8 +92,9 @@ def check_plan(plan, lay, rows_len, cols_len, w, traceback, steps, fits16, col_b
     # buffers: each pair's (or warp's) share, back to back
     off, boff = lay["off"], lay["boff"]
     f = 4 // plan.score_bytes
-    bands = ((n[:nwide] + 7) // 8 + 31) // 32
-    tb = bands * (m[:nwide] + 31) * 32 if traceback else 0 * n[:nwide]
+    lanes = np.where(np.arange(nwide) < npack, 32 // per_warp, 32)
+    bands = ((n[:nwide] + 7) // 8 + lanes - 1) // lanes
+    tb = bands * (m[:nwide] + lanes - 1) * lanes if traceback else 0 * n[:nwide]
     assert np.array_equal(np.diff(off[:nwide + 1]), tb)
     bnd = m[:nwide] + 1
     bnd[a] = f * (m[a] + 1)
@@ -161,7 +162,8 @@ def test_plan_all_wide_or_all_narrow(steps):
     check_plan(plan, lay, lengths, lengths, w, True, steps, None)
 
 
-def test_plan_of_a_job_sizes_windows_without_a_device():
+@pytest.mark.parametrize("traceback", [False, True])
+def test_plan_of_a_job_sizes_windows_without_a_device(traceback):
     """The backend fits windows to memory from the plan alone (no CuPy), with
     the job's own 16-bit rule."""
     from pairalign.job import Job, SortedSet
@@ -173,17 +175,18 @@ def test_plan_of_a_job_sizes_windows_without_a_device():
     # up to 3,500 residues: the longest pairs' scores need 32 bits
     seqs = ["".join(rng.choice(list("ACDEFGHIKLMNPQRSTVWY"), int(k)))
             for k in rng.integers(5, 3500, 150)]
-    job = Job("local", scoring, False, SortedSet.encode(seqs, scoring))
+    job = Job("local", scoring, traceback, SortedSet.encode(seqs, scoring))
     be = object.__new__(GPUBackend)
     be._plans = {}
     lengths = job.rows.lengths
     packed = unpacked = 0
     for w in plan_windows(lengths, None, 64):
         plan = be._plan(job, w)
-        assert be.window_bytes(job, w) == gpu_backend.window_bytes(plan, False)
-        lay = expand(plan, lengths, lengths, 0, False)
-        check_plan(plan, lay, lengths, lengths, w, False, gpu_backend.WIDE_STEPS_SCORE_ONLY,
-                   job.scoring.fits_int16, per_warp=32 // gpu_backend.PACK_GROUP)
+        assert be.window_bytes(job, w) == gpu_backend.window_bytes(plan, traceback)
+        lay = expand(plan, lengths, lengths, 0, traceback)
+        steps = gpu_backend.WIDE_STEPS if traceback else gpu_backend.WIDE_STEPS_SCORE_ONLY
+        check_plan(plan, lay, lengths, lengths, w, traceback, steps, job.scoring.fits_int16,
+                   per_warp=32 // gpu_backend._pack_shape(traceback)[1])
         assert plan.npairs == w.pairs
         packed += plan.npack
         unpacked += plan.nwide - plan.npack

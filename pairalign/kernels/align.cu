@@ -31,8 +31,9 @@
 //   off[nwide + warp] + (stripe * warp_m + j - 1) * 32 + l.
 //
 // - packed pairs (wide, scores within 16 bits): two pairs of one query per
-//   warp, launched first on their own (fill2, see fill_pack); with traceback,
-//   each pair's words in the wide layout above.
+//   group of lanes, the groups of a warp of one query, launched first on their
+//   own (fill2, see fill_pack); with traceback, each pair's words in the wide
+//   layout above with bands of PACK_TB_GROUP lanes instead of 32.
 //
 // SCORE, the type of the stored boundary row, is int, or short where every score
 // fits (the host checks the bound): half the bytes moved per stripe.
@@ -48,15 +49,19 @@
 #define SCORE int
 #endif
 
-// The packed kernel's shape without traceback (with it: 8 rows, whole warps):
-// rows a lane (8 or 16), lanes a group (4, 8, 16 or 32) and steps unrolled.
-// The host passes the first two (gpu_backend.PACK_ROWS, PACK_GROUP); the
-// unrolling is for in-process A/B.
+// The packed kernel's shape: without traceback, rows a lane (8 or 16) and
+// lanes a group (4, 8, 16 or 32); with traceback 8 rows a lane and
+// PACK_TB_GROUP lanes, which lay out the couples' words (see walk). The host
+// passes them (gpu_backend.PACK_ROWS, PACK_GROUP, PACK_GROUP_TRACEBACK);
+// PACK_UNROLL (steps unrolled) is for in-process A/B.
 #ifndef PACK_ROWS
 #define PACK_ROWS 16
 #endif
 #ifndef PACK_GROUP
 #define PACK_GROUP 8
+#endif
+#ifndef PACK_TB_GROUP
+#define PACK_TB_GROUP 8  // with traceback: 8 rows a lane, this many lanes a group
 #endif
 #ifndef PACK_UNROLL
 #define PACK_UNROLL 1
@@ -533,7 +538,6 @@ __device__ __forceinline__ void fill_pack(
      unsigned* top_h, unsigned* top_f, unsigned* tb0, unsigned* tb1, int lane,
      int (&best)[2], int (&bi)[2], int (&bj)[2])
 {
-    static_assert(G == 32 || !want_tb, "traceback words are laid out per warp");
     typedef typename ProfileWord<R>::type Word;
     const int gl = lane & (G - 1);
     const int m = max(m0, m1);
@@ -567,8 +571,8 @@ __device__ __forceinline__ void fill_pack(
         const int group_steps = m + last;
         const int steps = G == 32 ? group_steps
                                   : (int)__reduce_max_sync(FULL, (unsigned)group_steps);
-        unsigned* const band0 = tb0 + (long long)band * (m0 + 31) * 32 + lane;
-        unsigned* const band1 = tb1 + (long long)band * (m1 + 31) * 32 + lane;
+        unsigned* const band0 = tb0 + (long long)band * (m0 + G - 1) * G + gl;
+        unsigned* const band1 = tb1 + (long long)band * (m1 + G - 1) * G + gl;
 #pragma unroll pack_unroll
         for (int t = 0; t < steps; ++t) {
             unsigned hup, fup;
@@ -599,8 +603,8 @@ __device__ __forceinline__ void fill_pack(
                 out_f = fup;
                 if (gl == last) { top_h[j] = hup; top_f[j] = fup; }
                 if (want_tb) {
-                    if (j <= m0) band0[t * 32] = w0;
-                    if (j <= m1) band1[t * 32] = w1;
+                    if (j <= m0) band0[t * G] = w0;
+                    if (j <= m1) band1[t * G] = w1;
                 }
             }
         }
@@ -699,7 +703,7 @@ fill2(
      int* __restrict__ out_score, int* __restrict__ out_ei, int* __restrict__ out_ej)
 {
     constexpr int R = want_tb ? STRIPE : PACK_ROWS;
-    constexpr int G = want_tb ? 32 : PACK_GROUP;
+    constexpr int G = want_tb ? PACK_TB_GROUP : PACK_GROUP;
     typedef typename ProfileWord<R>::type Word;
     extern __shared__ int shared[];
     const int warp = (int)((blockIdx.x * blockDim.x + threadIdx.x) / 32);
@@ -759,8 +763,8 @@ __global__ void __launch_bounds__(256)
 walk(
      const unsigned char* __restrict__ codes, const long long* __restrict__ offsets,
      const int* __restrict__ pair_row, const int* __restrict__ pair_col, const int npairs,
-     const int nwide, const unsigned int* __restrict__ tb, const long long* __restrict__ off,
-     const int* __restrict__ warp_m,
+     const int nwide, const int npack, const unsigned int* __restrict__ tb,
+     const long long* __restrict__ off, const int* __restrict__ warp_m,
      const int* __restrict__ ei, const int* __restrict__ ej,
      const long long* __restrict__ op_off, unsigned char* __restrict__ op_code,
      int* __restrict__ op_len,
@@ -774,9 +778,11 @@ walk(
     const unsigned char* b = codes + toff;
     const bool wide = p < nwide;
     const int q = p - nwide;
-    // word (stripe s, column j): wide pairs by band and step, narrow ones per warp
+    // word (stripe s, column j): wide pairs by band (of g lanes: PACK_TB_GROUP
+    // for couples) and step, narrow ones per warp
+    const int g = p < npack ? PACK_TB_GROUP : 32;
     const unsigned int* tbw = wide ? tb + off[p] : tb + off[nwide + q / 32] + q % 32;
-    const long long span = wide ? (long long)(offsets[pair_col[p] + 1] - toff) + 31
+    const long long span = wide ? (long long)(offsets[pair_col[p] + 1] - toff) + g - 1
                                 : (long long)warp_m[q / 32];
     int i = ei[p], j = ej[p];
     int state = 0, ident = 0, length = 0;
@@ -791,7 +797,7 @@ walk(
         }
         const int r = (i - 1) % STRIPE;
         const int s = (i - 1) / STRIPE;
-        const long long word = wide ? ((s / 32) * span + (j - 1) + s % 32) * 32 + s % 32
+        const long long word = wide ? ((s / g) * span + (j - 1) + s % g) * g + s % g
                                     : ((long long)s * span + (j - 1)) * 32;
         const unsigned int t = (tbw[word] >> (4 * r)) & 15u;
         if (state == 0) {
@@ -833,14 +839,15 @@ walk(
 // expand() is this kernel in NumPy). Segment columns: first position, row,
 // first column, kind (1: couple), first traceback word, first boundary entry,
 // first operation slot, pairs. Columns are sorted positions of the column set,
-// joined at col_base; q2 sums every other column length (stride2_prefix).
+// joined at col_base; q2 sums every other column length (stride2_prefix);
+// couples' words are laid out by bands of couple_lanes lanes.
 #define SEG_COLS 8
 extern "C" __global__ void __launch_bounds__(256)
 layout_pairs(
      const long long* __restrict__ seg, const int nseg, const int npairs, const int nwide,
      const int col_base, const long long* __restrict__ offsets,
      const long long* __restrict__ q2, const int couple_scale, const int want_tb,
-     int* __restrict__ rows, int* __restrict__ cols, long long* __restrict__ off,
+     const int couple_lanes, int* __restrict__ rows, int* __restrict__ cols, long long* __restrict__ off,
      long long* __restrict__ boff, long long* __restrict__ op_off)
 {
     const int p = blockIdx.x * blockDim.x + threadIdx.x;
@@ -859,8 +866,9 @@ layout_pairs(
     cols[p] = col_base + c;
     if (want_tb) op_off[p] = s[6] + i * n + span;
     if (p < nwide) {
-        const long long bands = ((n + STRIPE - 1) / STRIPE + 31) / 32;
-        off[p] = s[4] + (want_tb ? bands * 32 * (span + 31 * i) : 0);
+        const long long g = s[3] == 1 ? couple_lanes : 32;  // lanes a band
+        const long long bands = ((n + STRIPE - 1) / STRIPE + g - 1) / g;
+        off[p] = s[4] + (want_tb ? bands * g * (span + (g - 1) * i) : 0);
         const long long h = (i + 1) / 2;
         boff[p] = s[5] + (s[3] == 1 ? couple_scale * (q2[c0 + 2 * h] - q2[c0] + h) : span + i);
     }

@@ -35,11 +35,13 @@ WIDE_STEPS_SCORE_ONLY: int | None = 1 << 11
 PACKED = True
 #: The same with traceback.
 PACKED_TRACEBACK = True
-#: Score-only packed pairs: query rows a lane (8 or 16) and lanes a group (8,
-#: 16 or 32), a couple (one query, two targets) a group. With traceback the
-#: packed kernel keeps 8 rows and whole warps (its words' layout).
+#: Score-only packed pairs: query rows a lane (8 or 16) and lanes a group (4,
+#: 8, 16 or 32), a couple (one query, two targets) a group, the groups of a
+#: warp of one query.
 PACK_ROWS = 16
 PACK_GROUP = 8
+#: With traceback: 8 rows a lane (a word a column) and this many lanes a group.
+PACK_GROUP_TRACEBACK = 8
 #: Results come back through a pinned staging buffer (asynchronous copies, one
 #: wait each time it fills) instead of one synchronous copy per array (proteome
 #: with traceback on the H100: downloads 0.29-0.33 to 0.26-0.27 s, wall within noise).
@@ -68,8 +70,8 @@ def _profile_fits(matrix: np.ndarray) -> bool:
 
 def _pack_shape(traceback: bool) -> tuple[int, int]:
     """The packed kernel's query rows a lane and lanes a group (a couple each);
-    with traceback, 8 rows and whole warps (the words' layout)."""
-    return (STRIPE, 32) if traceback else (PACK_ROWS, PACK_GROUP)
+    with traceback, 8 rows (a word a column)."""
+    return (STRIPE, PACK_GROUP_TRACEBACK) if traceback else (PACK_ROWS, PACK_GROUP)
 
 
 def _carve(sizes) -> tuple[list[int], int]:
@@ -171,7 +173,8 @@ class GPUBackend:
         return f"gpu {self.devices[0]} ({props['name'].decode()})"
 
     def _module(self, dtype: np.dtype):
-        defines = (f"PACK_ROWS={PACK_ROWS}", f"PACK_GROUP={PACK_GROUP}", *DEFINES)
+        defines = (f"PACK_ROWS={PACK_ROWS}", f"PACK_GROUP={PACK_GROUP}",
+                   f"PACK_TB_GROUP={PACK_GROUP_TRACEBACK}", *DEFINES)
         key = (dtype, defines)
         mod = self._modules.get(key)
         if mod is None:
@@ -409,7 +412,8 @@ class GPUBackend:
                 (-(-npairs // THREADS),), (THREADS,),
                 (seg, np.int32(len(plan.segments)), np.int32(npairs), np.int32(nwide),
                  np.int32(state["col_base"]), state["offsets"], state["q2"],
-                 np.int32(4 // plan.score_bytes), np.int32(job.traceback), rows, cols, off,
+                 np.int32(4 // plan.score_bytes), np.int32(job.traceback),
+                 np.int32(plan.couple_lanes), rows, cols, off,
                  boff, op_off if op_off is not None else off))
         return {"npairs": npairs, "nwide": nwide, "npack": plan.npack, "off": off,
                 "boff": boff, "warp_m": warp_m, "op_off": op_off,
@@ -528,7 +532,8 @@ class GPUBackend:
                 mod.get_function(f"walk<{job.mode_code}>")(
                     walk_grid, (THREADS,),
                     (state["codes"], state["offsets"], d_row, d_col, np.int32(npairs),
-                     np.int32(nwide), tb, lay["off"], lay["warp_m"], h["ei"], h["ej"],
+                     np.int32(nwide), np.int32(npack), tb, lay["off"], lay["warp_m"],
+                     h["ei"], h["ej"],
                      h["off"], h["code"],
                      h["len"], h["qb"], h["tb"], h["nops"], h["ident"], h["alen"]))
             h["ev"][2].record()

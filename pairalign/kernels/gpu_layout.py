@@ -68,6 +68,10 @@ class LayoutPlan:
         int32, ``nwarps + 1``: the first couple (pairs ``2c, 2c + 1``) of each
         warp of the packed kernel, whose couples are of one row, and the
         number of couples last.
+    couple_lanes : int
+        Lanes of a couple's group (``32 // couples_per_warp``): the couples'
+        traceback words are laid out by bands of this many lanes (the other
+        wide pairs', by 32).
     tb_words, bnd, ops : int
         Traceback words (uint32), boundary entries (one score each, H and F
         alike) and operation slots the window needs.
@@ -83,6 +87,7 @@ class LayoutPlan:
     warp_boff: np.ndarray
     warp_m: np.ndarray
     couple_warps: np.ndarray
+    couple_lanes: int
     tb_words: int
     bnd: int
     ops: int
@@ -139,7 +144,7 @@ def plan_window(row_lengths: np.ndarray, col_lengths: np.ndarray, w: Window, *,
     score_bytes : int
         Bytes of one boundary entry.
     couples_per_warp : int
-        Couples a warp of the packed kernel takes (of one row).
+        Couples a warp of the packed kernel takes (of one row): 1, 2, 4 or 8.
     """
     rows_len = np.asarray(row_lengths, np.int64)
     cols_len = np.asarray(col_lengths, np.int64)
@@ -194,8 +199,9 @@ def plan_window(row_lengths: np.ndarray, col_lengths: np.ndarray, w: Window, *,
     seg_len = rows_len[seg_r]
     span = col_prefix[seg_c + seg_n] - col_prefix[seg_c]  # sum of the targets' lengths
     wide = seg_kind != NARROW
-    bands = ((seg_len + STRIPE - 1) // STRIPE + 31) // 32
-    tb = np.where(wide, bands * 32 * (span + 31 * seg_n), 0) if traceback else 0 * seg_n
+    lanes = np.where(seg_kind == COUPLE, 32 // couples_per_warp, 32)
+    bands = ((seg_len + STRIPE - 1) // STRIPE + lanes - 1) // lanes
+    tb = np.where(wide, bands * lanes * (span + (lanes - 1) * seg_n), 0) if traceback else 0 * seg_n
     couple_rows = (4 // score_bytes) * (q2[seg_c + seg_n] - q2[seg_c] + seg_n // 2)
     bnd = np.where(seg_kind == COUPLE, couple_rows, np.where(wide, span + seg_n, 0))
     ops = seg_n * seg_len + span if traceback else 0 * seg_n
@@ -235,7 +241,7 @@ def plan_window(row_lengths: np.ndarray, col_lengths: np.ndarray, w: Window, *,
     return LayoutPlan(segments=segments, npairs=int(seg_n.sum()), nwide=int(nw.sum()),
                       npack=int(coupled.sum()), warp_off=warp_off, warp_boff=warp_boff,
                       warp_m=wm.astype(np.int32), couple_warps=couple_warps,
-                      tb_words=int(warp_off[-1]),
+                      couple_lanes=32 // couples_per_warp, tb_words=int(warp_off[-1]),
                       bnd=int(warp_boff[-1]), ops=int(np.sum(ops)), score_bytes=score_bytes)
 
 
@@ -261,8 +267,9 @@ def expand(plan: LayoutPlan, row_lengths: np.ndarray, col_lengths: np.ndarray,
     n = rows_len[row]
     span = col_prefix[c] - col_prefix[c0]
     op_off = np.append(seg[s, OPS] + i * n + span, plan.ops) if traceback else None
-    bands = ((n + STRIPE - 1) // STRIPE + 31) // 32
-    off = seg[s, TB] + (bands * 32 * (span + 31 * i) if traceback else 0)
+    lanes = np.where(seg[s, KIND] == COUPLE, plan.couple_lanes, 32)
+    bands = ((n + STRIPE - 1) // STRIPE + lanes - 1) // lanes
+    off = seg[s, TB] + (bands * lanes * (span + (lanes - 1) * i) if traceback else 0)
     half = (i + 1) // 2
     couple = (4 // plan.score_bytes) * (q2[c0 + 2 * half] - q2[c0] + half)
     boff = seg[s, BND] + np.where(seg[s, KIND] == COUPLE, couple, span + i)
