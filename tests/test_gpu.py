@@ -75,14 +75,36 @@ def test_every_pair_on_a_warp(monkeypatch, mode, traceback, packed):
     monkeypatch.setattr(gpu_backend, "WIDE_STEPS_SCORE_ONLY", 0)
     monkeypatch.setattr(gpu_backend, "PACKED", packed)
     monkeypatch.setattr(gpu_backend, "PACKED_TRACEBACK", packed)
+    cpu, gpu = both(warp_sequences(), mode=mode, traceback=traceback)
+    assert_same(cpu, gpu)
+
+
+def warp_sequences():
+    """Proteins of 1 to 700 residues, a third of them prefixes of one another:
+    bands of 1 to 32 stripes, partial last stripes and bands, ties."""
     rng = np.random.default_rng(11)
     letters = np.array(list("ACDEFGHIKLMNPQRSTVWYX"))
     lengths = np.concatenate([[1, 2, 7, 8, 9, 33, 255, 256, 257, 600], rng.integers(1, 700, 20)])
     base = "".join(rng.choice(letters, 700))
-    seqs = [base[:n] if k % 3 == 0 else "".join(rng.choice(letters, n))
+    return [base[:n] if k % 3 == 0 else "".join(rng.choice(letters, n))
             for k, n in enumerate(lengths)]
-    cpu, gpu = both(seqs, mode=mode, traceback=traceback)
-    assert_same(cpu, gpu)
+
+
+@pytest.mark.parametrize("rows,group,tb_group", [(8, 32, 32), (8, 8, 16), (16, 16, 4),
+                                                 (16, 4, 32)])
+def test_packed_kernel_shapes(monkeypatch, rows, group, tb_group):
+    """Every pair packed, in each shape the packed kernel takes: rows a lane,
+    lanes a group without traceback and with (the couples' word layout)."""
+    monkeypatch.setattr(gpu_backend, "WIDE_STEPS", 0)
+    monkeypatch.setattr(gpu_backend, "WIDE_STEPS_SCORE_ONLY", 0)
+    monkeypatch.setattr(gpu_backend, "PACK_ROWS", rows)
+    monkeypatch.setattr(gpu_backend, "PACK_GROUP", group)
+    monkeypatch.setattr(gpu_backend, "PACK_GROUP_TRACEBACK", tb_group)
+    seqs = warp_sequences()
+    for mode in ("global", "semiglobal", "local"):
+        for traceback in (True, False):
+            cpu, gpu = both(seqs, mode=mode, traceback=traceback)
+            assert_same(cpu, gpu)
 
 
 @pytest.mark.parametrize("pinned,staging", [(True, None), (True, 4099), (False, None)])
