@@ -52,8 +52,7 @@
 // The packed kernel's shape: without traceback, rows a lane (8 or 16) and
 // lanes a group (4, 8, 16 or 32); with traceback 8 rows a lane and
 // PACK_TB_GROUP lanes, which lay out the couples' words (see walk). The host
-// passes them (gpu_backend.PACK_ROWS, PACK_GROUP, PACK_GROUP_TRACEBACK);
-// PACK_UNROLL (steps unrolled) is for in-process A/B.
+// passes them (gpu_backend.PACK_ROWS, PACK_GROUP, PACK_GROUP_TRACEBACK).
 #ifndef PACK_ROWS
 #define PACK_ROWS 16
 #endif
@@ -63,10 +62,6 @@
 #ifndef PACK_TB_GROUP
 #define PACK_TB_GROUP 8  // with traceback: 8 rows a lane, this many lanes a group
 #endif
-#ifndef PACK_UNROLL
-#define PACK_UNROLL 1
-#endif
-constexpr int pack_unroll = PACK_UNROLL;  // #pragma unroll expands no macros
 
 __device__ __forceinline__ int gap_boundary(int i, int go, int ge) {
     return i == 0 ? 0 : -(go + (i - 1) * ge);
@@ -519,9 +514,9 @@ __device__ __forceinline__ unsigned word_at(const uint4& w, int k) {
     return k == 0 ? w.x : k == 1 ? w.y : k == 2 ? w.z : w.w;
 }
 
-// Two pairs of one query (see above) on a group of G lanes of R rows each: the
-// whole warp (G = 32, R = 8, the only shape with traceback), or 32 / G groups
-// of a warp, one couple each, all of one query (score-only). Short queries
+// Two pairs of one query (see above) on a group of G lanes of R rows each (R =
+// 8 with traceback); a warp holds 32 / G groups, a couple each, all of one
+// query. Short queries
 // fill more of a group's band than of a warp's, a lane's per-column work
 // (shuffles, profile and bound bookkeeping) is shared by R rows, and a band's
 // first and last lanes wait G - 1 steps instead of 31. The warp runs until its
@@ -573,7 +568,6 @@ __device__ __forceinline__ void fill_pack(
                                   : (int)__reduce_max_sync(FULL, (unsigned)group_steps);
         unsigned* const band0 = tb0 + (long long)band * (m0 + G - 1) * G + gl;
         unsigned* const band1 = tb1 + (long long)band * (m1 + G - 1) * G + gl;
-#pragma unroll pack_unroll
         for (int t = 0; t < steps; ++t) {
             unsigned hup, fup;
             above.step(top_h, top_f, t, gl, m, out_h, out_f, hup, fup);
