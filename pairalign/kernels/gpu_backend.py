@@ -136,7 +136,9 @@ def _covered(spans: np.ndarray) -> float:
 
 class GPUBackend:
     """CUDA kernels through CuPy (``align.cu``): the smallest pairs one thread
-    each, the others a warp each, those whose scores fit 16 bits two per warp.
+    each, the others a warp each, those whose scores fit 16 bits two to a
+    group of 8 lanes (one query, two targets in the 16-bit halves of each
+    register; four such couples of one query a warp).
 
     Parameters
     ----------

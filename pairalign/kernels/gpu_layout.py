@@ -4,7 +4,7 @@ The GPU kernels (``align.cu``) take a window's pairs in a launch order, each
 with its share of the traceback words, boundary rows and operation slots. Since
 sequences are sorted longest first, each row's pairs fall into runs of
 consecutive targets: the wide ones first (longest targets), among them the ones
-packed two per warp (whose scores fit 16 bits: the shortest of the wide), then
+packed two by two (whose scores fit 16 bits: the shortest of the wide), then
 the narrow ones. The plan therefore describes a window by *segments* (one row,
 a run of consecutive targets, a kind, and the offsets at which the run starts)
 and computes every total from column prefix sums, in work proportional to the
@@ -14,7 +14,9 @@ specification.
 
 Launch order (see :class:`LayoutPlan`):
 
-1. couples: each row's packed pairs two by two (``fill2``), rows in order;
+1. couples: each row's packed pairs two by two (``fill2``), rows in order; a
+   warp of ``fill2`` takes up to ``couples_per_warp`` couples of one row
+   (:attr:`LayoutPlan.couple_warps`);
 2. the other wide pairs, row-major (a row's unpacked wide targets, then its
    packed pair left without a partner, if any);
 3. the narrow pairs of each row in whole warps of 32 (one query, 32
@@ -140,7 +142,7 @@ def plan_window(row_lengths: np.ndarray, col_lengths: np.ndarray, w: Window, *,
         wide, one warp each; None: none is.
     fits16 : callable or None
         ``fits16(n, m)``: whether the scores of pairs of these lengths fit 16
-        bits; wide pairs that fit are packed two per warp. None: none is.
+        bits; wide pairs that fit are packed two by two (couples). None: none is.
     score_bytes : int
         Bytes of one boundary entry.
     couples_per_warp : int
