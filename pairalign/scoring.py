@@ -144,7 +144,7 @@ class Scoring:
 
     def fits_int16(self, n, m):
         """Whether every score of ``n x m`` alignments fits 16 bits (with room for
-        a gap more); ``n`` and ``m`` may be integers or NumPy / CuPy arrays."""
+        a gap more); ``n`` and ``m`` may be integers or NumPy arrays."""
         bound = self.score_bound(n, m) + self.gap_open + self.gap_extend
         return (bound < INT16_LIMIT) & (n < INT16_LIMIT) & (m < INT16_LIMIT)
 

@@ -326,9 +326,9 @@ __device__ __forceinline__ void fill_warp(
     }
 }
 
-// Two pairs of one query, one warp, each register holding a cell of both in its
-// signed 16-bit halves (low: pair p, high: pair p + 1): the wide path's
-// wavefront with every instruction doing two cells. For pairs whose
+// Two pairs of one query on a group of lanes (see fill_pack), each register
+// holding a cell of both in its signed 16-bit halves (low: pair p, high: pair
+// p + 1): the wide path's wavefront with every instruction doing two cells. For pairs whose
 // scores fit 16 bits over the query and the longer target (the host checks);
 // the shorter target's columns past its end score a profile entry of -128,
 // and since no cell depends on a column to its right they change nothing of
@@ -385,8 +385,9 @@ struct Stripe2 {
 
     // The stripe's cells of column j of both pairs (see Stripe::column). The
     // diagonal terms come first, from the previous column's H before any is
-    // overwritten: no register copies (ALU-pipe PRMTs on nvcc 13), and the ALU
-    // pipe is what bounds this kernel (ncu: 87% busy).
+    // overwritten: at 8 rows no register copies (ALU-pipe PRMTs on nvcc 13;
+    // the ALU pipe is what bounds this kernel, ncu: 84-87% busy). At 16 rows
+    // nvcc schedules them later and copies the new H (IMAD.MOV, FMA pipe).
     //
     // With traceback, each cell's nibble (see the top of the file) comes from
     // sign bits of differences, in both halves at once: E extended where H to
@@ -516,10 +517,9 @@ __device__ __forceinline__ unsigned word_at(const uint4& w, int k) {
 
 // Two pairs of one query (see above) on a group of G lanes of R rows each (R =
 // 8 with traceback); a warp holds 32 / G groups, a couple each, all of one
-// query. Short queries
-// fill more of a group's band than of a warp's, a lane's per-column work
-// (shuffles, profile and bound bookkeeping) is shared by R rows, and a band's
-// first and last lanes wait G - 1 steps instead of 31. The warp runs until its
+// query. Short queries fill more of a group's band than of a warp's, a lane's
+// per-column work (shuffles, profile and bound bookkeeping) is shared by R
+// rows, and a band's first and last lanes wait G - 1 steps instead of 31. The warp runs until its
 // longest group is done (its couples are consecutive targets of a row: of
 // about one length); a group with no couple (m0 = m1 = 0) only takes part in
 // the shuffles. lane: the lane in the warp; prof: the warp's profile, (K + 1)
@@ -834,14 +834,15 @@ walk(
 // first column, kind (1: couple), first traceback word, first boundary entry,
 // first operation slot, pairs. Columns are sorted positions of the column set,
 // joined at col_base; q2 sums every other column length (stride2_prefix);
-// couples' words are laid out by bands of couple_lanes lanes.
+// couples' words are laid out by bands of PACK_TB_GROUP lanes (the plan's
+// couple_lanes with traceback).
 #define SEG_COLS 8
 extern "C" __global__ void __launch_bounds__(256)
 layout_pairs(
      const long long* __restrict__ seg, const int nseg, const int npairs, const int nwide,
      const int col_base, const long long* __restrict__ offsets,
      const long long* __restrict__ q2, const int couple_scale, const int want_tb,
-     const int couple_lanes, int* __restrict__ rows, int* __restrict__ cols, long long* __restrict__ off,
+     int* __restrict__ rows, int* __restrict__ cols, long long* __restrict__ off,
      long long* __restrict__ boff, long long* __restrict__ op_off)
 {
     const int p = blockIdx.x * blockDim.x + threadIdx.x;
@@ -860,7 +861,7 @@ layout_pairs(
     cols[p] = col_base + c;
     if (want_tb) op_off[p] = s[6] + i * n + span;
     if (p < nwide) {
-        const long long g = s[3] == 1 ? couple_lanes : 32;  // lanes a band
+        const long long g = s[3] == 1 ? PACK_TB_GROUP : 32;  // lanes a band
         const long long bands = ((n + STRIPE - 1) / STRIPE + g - 1) / g;
         off[p] = s[4] + (want_tb ? bands * g * (span + (g - 1) * i) : 0);
         const long long h = (i + 1) / 2;

@@ -13,7 +13,7 @@ import numpy as np
 from ..job import Job
 from ..pairs import PairBatch, _offsets
 from ..scheduler.windows import BLOCK, Window
-from .gpu_layout import STRIPE, LayoutPlan, plan_window, stride2_prefix
+from .gpu_layout import STRIPE, LayoutPlan, band_words, plan_window, stride2_prefix
 
 THREADS = 256
 #: Windows in flight at once, each on its own stream (and its share of memory).
@@ -221,9 +221,9 @@ class GPUBackend:
 
     @staticmethod
     def _pair_bytes(job: Job, n: int, m: int) -> int:
-        # the wide layout's words (whole bands, 31 steps more per band) bound both
-        bands = ((n + STRIPE - 1) // STRIPE + 31) // 32
-        tb = bands * 32 * (m + 31) * 4 if job.traceback else 0
+        # the wide layout's words (bands of 32 lanes) bound the narrow and the
+        # couples' layouts too
+        tb = 4 * band_words(n, m, 1, 32) if job.traceback else 0
         ops = (n + m) * 5 * 2 if job.traceback else 0
         return tb + ops + 8 * (m + 1) + 64
 
@@ -395,11 +395,14 @@ class GPUBackend:
         return plan
 
     def _layout(self, job: Job, state: dict, plan: LayoutPlan, a: dict, stream, mod):
-        """A window's pairs (on the device) in launch order, and each one's share
-        of the buffers (see ``align.cu`` for the two layouts), in the carved
-        arrays ``a``: the host's plan uploaded, then expanded by
-        ``layout_pairs`` of the window's module ``mod`` on ``stream``, ahead of
-        the fill (the caller makes ``stream`` current); nothing waits."""
+        """A window's pairs (on the device, in ``a["rows"]`` and ``a["cols"]``)
+        in launch order, and each one's share of the buffers (see ``align.cu``
+        for the layouts), in the carved arrays ``a``: the host's plan uploaded,
+        then expanded by ``layout_pairs`` of the window's module ``mod`` on
+        ``stream``, ahead of the fill (the caller makes ``stream`` current);
+        nothing waits. Returns
+        the device arrays the kernels read: ``off``, ``boff``, ``warp_m``,
+        ``op_off`` (None without traceback) and ``couple_warps``."""
         npairs, nwide = plan.npairs, plan.nwide
         seg, warp_off, warp_boff, warp_m, ops, couple_warps = self._upload(
             _uploads(plan), a["upload"], stream)
@@ -414,12 +417,10 @@ class GPUBackend:
                 (-(-npairs // THREADS),), (THREADS,),
                 (seg, np.int32(len(plan.segments)), np.int32(npairs), np.int32(nwide),
                  np.int32(state["col_base"]), state["offsets"], state["q2"],
-                 np.int32(4 // plan.score_bytes), np.int32(job.traceback),
-                 np.int32(plan.couple_lanes), rows, cols, off,
+                 np.int32(4 // plan.score_bytes), np.int32(job.traceback), rows, cols, off,
                  boff, op_off if op_off is not None else off))
-        return {"npairs": npairs, "nwide": nwide, "npack": plan.npack, "off": off,
-                "boff": boff, "warp_m": warp_m, "op_off": op_off,
-                "couple_warps": couple_warps, "nwarps_pack": plan.couple_warps.size - 1}
+        return {"off": off, "boff": boff, "warp_m": warp_m, "op_off": op_off,
+                "couple_warps": couple_warps}
 
     def run_window(self, job: Job, state: dict, w: Window) -> PairBatch:
         return next(self.run_windows(job, state, [w]))
@@ -482,11 +483,10 @@ class GPUBackend:
             t = time.perf_counter()
             lay = self._layout(job, state, plan, a, stream, mod)
             self._add("layout", time.perf_counter() - t)
-            d_row, d_col, npairs = a["rows"], a["cols"], plan.npairs
-            h["lay"] = lay
+            d_row, d_col = a["rows"], a["cols"]
+            npairs, nwide, npack = plan.npairs, plan.nwide, plan.npack
             h["rows"], h["cols"], h["npairs"] = d_row, d_col, npairs
             h["col_base"] = state["col_base"]
-            nwide = lay["nwide"]
             walk_grid = ((npairs + THREADS - 1) // THREADS,)
             bnd_h, bnd_f, tb = a["bnd_h"], a["bnd_f"], a["words"]
             for k in ("score", "ei", "ej", "code", "len", "qb", "tb", "nops", "ident", "alen"):
@@ -499,11 +499,10 @@ class GPUBackend:
             tb_flag = "true" if job.traceback else "false"
             K = sc.matrix.shape[0]
             gaps = (np.int32(sc.gap_open), np.int32(sc.gap_extend), np.int32(NEG[dtype]))
-            npack = lay["npack"]
             if npack:  # a couple per group, 8 warps per block, a query profile per warp
                 rows, group = _pack_shape(job.traceback)
                 pack_shared = 8 * (K + 1) * group * rows
-                nwarps = lay["nwarps_pack"]
+                nwarps = plan.couple_warps.size - 1
                 self._function(mod, f"fill2<{job.mode_code},{tb_flag}>", pack_shared)(
                     (-(-nwarps // 8),), (THREADS,),
                     (state["codes"], state["offsets"], d_row, d_col, lay["couple_warps"],

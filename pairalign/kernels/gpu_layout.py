@@ -107,6 +107,16 @@ def stride2_prefix(lengths: np.ndarray) -> np.ndarray:
     return q
 
 
+def band_words(n, span, count, lanes):
+    """Traceback words of ``count`` wide pairs of a query of length ``n`` whose
+    targets' lengths sum to ``span``, laid out by bands of ``lanes`` lanes:
+    each band of ``lanes`` stripes takes ``m + lanes - 1`` steps of ``lanes``
+    words a pair (the words of pair ``i`` of a run start at
+    ``band_words(n, span_before_i, i, lanes)``). Integers or NumPy arrays."""
+    bands = ((n + STRIPE - 1) // STRIPE + lanes - 1) // lanes
+    return bands * lanes * (span + (lanes - 1) * count)
+
+
 def _first_fit(n: np.ndarray, lengths: np.ndarray, lo: np.ndarray, hi: np.ndarray,
                fits: Callable) -> np.ndarray:
     """Per row, the first column of ``[lo, hi)`` whose pair ``fits`` (``hi``
@@ -202,8 +212,7 @@ def plan_window(row_lengths: np.ndarray, col_lengths: np.ndarray, w: Window, *,
     span = col_prefix[seg_c + seg_n] - col_prefix[seg_c]  # sum of the targets' lengths
     wide = seg_kind != NARROW
     lanes = np.where(seg_kind == COUPLE, 32 // couples_per_warp, 32)
-    bands = ((seg_len + STRIPE - 1) // STRIPE + lanes - 1) // lanes
-    tb = np.where(wide, bands * lanes * (span + (lanes - 1) * seg_n), 0) if traceback else 0 * seg_n
+    tb = np.where(wide, band_words(seg_len, span, seg_n, lanes), 0) if traceback else 0 * seg_n
     couple_rows = (4 // score_bytes) * (q2[seg_c + seg_n] - q2[seg_c] + seg_n // 2)
     bnd = np.where(seg_kind == COUPLE, couple_rows, np.where(wide, span + seg_n, 0))
     ops = seg_n * seg_len + span if traceback else 0 * seg_n
@@ -270,8 +279,7 @@ def expand(plan: LayoutPlan, row_lengths: np.ndarray, col_lengths: np.ndarray,
     span = col_prefix[c] - col_prefix[c0]
     op_off = np.append(seg[s, OPS] + i * n + span, plan.ops) if traceback else None
     lanes = np.where(seg[s, KIND] == COUPLE, plan.couple_lanes, 32)
-    bands = ((n + STRIPE - 1) // STRIPE + lanes - 1) // lanes
-    off = seg[s, TB] + (bands * lanes * (span + (lanes - 1) * i) if traceback else 0)
+    off = seg[s, TB] + (band_words(n, span, i, lanes) if traceback else 0)
     half = (i + 1) // 2
     couple = (4 // plan.score_bytes) * (q2[c0 + 2 * half] - q2[c0] + half)
     boff = seg[s, BND] + np.where(seg[s, KIND] == COUPLE, couple, span + i)
