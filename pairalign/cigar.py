@@ -3,56 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
-from .kernels.conventions import OP_CHARS, OP_DEL, OP_INS, OP_MATCH, OP_MISMATCH
-
-_M = ord("M")
-
-
-@njit(cache=True, boundscheck=False)
-def put_int(out, pos, v):
-    """Write the decimal digits of ``v`` (sign first if negative) at ``pos``;
-    returns the position after them."""
-    if v < 0:
-        out[pos] = 45  # '-'
-        pos += 1
-        v = -v
-    digits = 1
-    t = v
-    while t >= 10:
-        t //= 10
-        digits += 1
-    for d in range(digits - 1, -1, -1):
-        out[pos + d] = 48 + v % 10
-        v //= 10
-    return pos + digits
-
-
-@njit(cache=True, boundscheck=False, nogil=True)
-def _format(op_offsets, op_code, op_len, chars, merge_m, out, out_off):
-    for p in range(op_offsets.shape[0] - 1):
-        pos = out_off[p]
-        k = op_offsets[p]
-        end = op_offsets[p + 1]
-        while k < end:
-            c = op_code[k]
-            n = op_len[k]
-            if merge_m and (c == OP_MATCH or c == OP_MISMATCH):
-                k2 = k + 1
-                while k2 < end and (op_code[k2] == OP_MATCH or op_code[k2] == OP_MISMATCH):
-                    n += op_len[k2]
-                    k2 += 1
-                ch = _M
-                k = k2
-            else:
-                ch = chars[c]
-                k += 1
-            pos = put_int(out, pos, n)
-            out[pos] = ch
-            pos += 1
-        out_off[p + 1] = pos
-    return pos
+from .kernels.conventions import OP_CHARS, OP_DEL, OP_INS
 
 
 def format_cigars(op_offsets: np.ndarray, op_code: np.ndarray, op_len: np.ndarray,
@@ -64,10 +16,12 @@ def format_cigars(op_offsets: np.ndarray, op_code: np.ndarray, op_len: np.ndarra
     use_m : bool
         Write ``M`` for matches and mismatches alike instead of ``=``/``X``.
     """
+    from .kernels import text
+
     out = np.empty(int(len(op_code) * 11), np.uint8)
     out_off = np.zeros(len(op_offsets), np.int64)
     chars = np.frombuffer(OP_CHARS, np.uint8)
-    end = _format(op_offsets, op_code, op_len, chars, use_m, out, out_off)
+    end = text.write_cigars(op_offsets, op_code, op_len, chars, use_m, out, out_off)
     return out[:end], out_off
 
 

@@ -23,7 +23,7 @@ other I/O errors (disk full) give one line and status 1.
 from __future__ import annotations
 
 import functools
-import importlib.util
+import importlib
 import os
 import sys
 import warnings
@@ -32,7 +32,7 @@ from typing import Callable, NoReturn
 import click
 
 from .backends import start_cuda
-from .engine import parse_memory
+from .engine import _NUMBA, parse_memory
 from .errors import DeviceErrorWarning, PairAlignError
 from .kernels.conventions import MODES
 from .scoring import DNA_DEFAULTS, MATRIX_NAMES, PROTEIN_DEFAULTS
@@ -74,28 +74,53 @@ def fail(message: str, status: int = EXIT_USAGE) -> NoReturn:
     sys.exit(status)
 
 
-def start_numba() -> None:
-    """Start numba in this process without its BLAS probe.
+def skip_blas_probe() -> None:
+    """Make numba skip its BLAS probe in this process.
 
     numba's first compilation or cache load in a process imports
-    ``numba.np.arraymath``, which imports ``scipy.linalg`` where SciPy is
-    installed, to learn whether ``np.dot`` can call BLAS. pairalign's numba
-    functions use no BLAS, and the import costs: on Python 3.12 with SciPy,
-    the command line on ``examples/adeno_fiber.faa`` took 1.39-1.73 s with it
-    and 1.07-1.12 s without (development machine, CPU backend). With
-    ``scipy.linalg`` unimportable for that moment, numba records "no BLAS" for
-    this process; SciPy imports normally afterwards. Only the command line
-    does this (it owns its process); the API leaves numba alone.
+    ``numba.np.arraymath``, which asks ``numba.np.linalg.ensure_blas`` whether
+    ``np.dot`` can call BLAS, and that imports ``scipy.linalg`` where SciPy is
+    installed. pairalign's numba functions use no BLAS, and the import costs:
+    on Python 3.12 with SciPy, the command line on ``examples/adeno_fiber.faa``
+    took 1.39-1.73 s with it and 1.07-1.12 s without (development machine, CPU
+    backend). So ``arraymath`` is imported here with the probe answering "no
+    BLAS" (for numba, in this process; SciPy itself imports normally). Only the
+    command line does this (it owns its process); the API leaves numba alone.
     """
-    if "scipy.linalg" in sys.modules or importlib.util.find_spec("scipy") is None:
-        return
-    sys.modules["scipy.linalg"] = None  # type: ignore[assignment]
     try:
-        from .engine import _NUMBA
+        import numba.np.linalg as linalg
 
-        _NUMBA.needed()  # numba's first dispatch (and its threading layer)
-    finally:
-        del sys.modules["scipy.linalg"]
+        if "numba.np.arraymath" not in sys.modules:
+            probe = linalg.ensure_blas
+
+            def no_blas() -> None:
+                raise ImportError("pairalign's command line uses no BLAS")
+
+            linalg.ensure_blas = no_blas
+            try:
+                importlib.import_module("numba.np.arraymath")
+            finally:
+                linalg.ensure_blas = probe
+    except (ImportError, AttributeError):  # another numba: it starts as it would
+        pass
+
+
+def start_numba() -> None:
+    """Start numba now (:func:`skip_blas_probe`, then its first dispatch and
+    threading layer)."""
+    skip_blas_probe()
+    _NUMBA.needed()
+
+
+def start_numba_when_needed() -> None:
+    """Start numba (as :func:`start_numba`) at its first use, not now.
+
+    Importing pairalign does not import numba (its kernels are imported when
+    first called). A GPU run first needs numba to orient its first window's
+    pairs, so numba starts while the GPU runs that window, not before the run
+    starts: threads would not help, since starting numba holds the GIL.
+    """
+    _NUMBA.prepare = skip_blas_probe
 
 
 def _quiet_broken_pipe() -> NoReturn:
@@ -121,15 +146,18 @@ def handle_errors(f: Callable) -> Callable:
     ``OSError`` (disk full) one line and status 2 and 1. Other exceptions are
     bugs and keep their traceback. A :class:`~pairalign.errors.DeviceErrorWarning`
     is one line ``pairalign: warning: <message>``. numba starts first
-    (:func:`start_numba`), and, for a run that may use a GPU, the CUDA driver
-    meanwhile on a thread (:func:`~pairalign.backends.start_cuda`).
+    (:func:`start_numba`); for a run that may use a GPU, the CUDA driver
+    starts on a thread (:func:`~pairalign.backends.start_cuda`) and numba
+    once the run needs it (:func:`start_numba_when_needed`).
     """
     @functools.wraps(f)
     def wrapper(*args, **kwargs):
         try:
             if kwargs.get("backend") in ("auto", "gpu"):
-                start_cuda(kwargs.get("devices"))  # overlaps numba's start
-            start_numba()
+                start_cuda(kwargs.get("devices"))  # overlaps CuPy's import
+                start_numba_when_needed()
+            else:
+                start_numba()
             with warnings.catch_warnings():
                 shown = warnings.showwarning
 

@@ -202,17 +202,27 @@ class _NumbaGuard:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._starting = threading.Lock()
         self._needed: bool | None = None
+        #: called once before numba's first dispatch (the command line's
+        #: :func:`~pairalign.cli_options.skip_blas_probe`)
+        self.prepare: Callable[[], None] | None = None
 
     def needed(self) -> bool:
+        """Whether parallel regions must take turns; the first call starts
+        numba's threading layer (once, whichever threads ask)."""
         if self._needed is None:
-            try:
-                import numba
+            with self._starting:
+                if self._needed is None:
+                    try:
+                        if self.prepare is not None:
+                            self.prepare()
+                        import numba
 
-                PairBatch.empty().take(np.zeros(0, np.int64))  # starts the layer
-                self._needed = numba.threading_layer() == "workqueue"
-            except Exception:
-                self._needed = True
+                        PairBatch.empty().take(np.zeros(0, np.int64))  # starts the layer
+                        self._needed = numba.threading_layer() == "workqueue"
+                    except Exception:
+                        self._needed = True
         return self._needed
 
     def __enter__(self):

@@ -1,9 +1,10 @@
 """Writing results: TSV lines and the score matrix, each file appearing atomically.
 
-The TSV writer never loops over pairs in Python: a numba formatter builds the
-lines of a chunk of pairs (:data:`CHUNK` at a time) into one byte buffer, from
-the ids as one concatenated buffer with offsets, the integer columns, and the
-CIGARs of :func:`pairalign.cigar.format_cigars`. Every number is formatted with
+The TSV writer never loops over pairs in Python: a numba formatter
+(:func:`pairalign.kernels.text.format_rows`) builds the lines of a chunk of
+pairs (:data:`CHUNK` at a time) into one byte buffer, from the ids as one
+concatenated buffer with offsets, the integer columns, and the CIGARs of
+:func:`pairalign.cigar.format_cigars`. Every number is formatted with
 integer arithmetic, so the output is byte-identical on every machine, backend,
 thread count and window size.
 
@@ -29,9 +30,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import BinaryIO, Iterator
 
 import numpy as np
-from numba import njit
 
-from .cigar import format_cigars, put_int
+from .cigar import format_cigars
 from .errors import OptionError
 from .pairs import PairBatch
 from .results import AlignmentResult
@@ -182,53 +182,6 @@ def _id_buffer(ids: list[str]) -> tuple[np.ndarray, np.ndarray]:
     return np.frombuffer(b"".join(raw), np.uint8), offsets
 
 
-@njit(cache=True, boundscheck=False)
-def _put_bytes(out, pos, src, start, end):
-    for k in range(start, end):
-        out[pos] = src[k]
-        pos += 1
-    return pos
-
-
-@njit(cache=True, boundscheck=False, nogil=True)
-def _format_rows(q, t, qbuf, qoff, tbuf, toff, ints, ident, cig, cig_off, full, out):
-    """TSV lines of a chunk of pairs into ``out``; returns the bytes written.
-
-    ``ints[p]`` = score, length, query start, query end, target start, target
-    end; ``ident[p]`` the identity in ten-thousandths; pair ``p``'s CIGAR is
-    ``cig[cig_off[p]:cig_off[p + 1]]``. ``full`` False writes the score-only
-    columns (score, query end, target end).
-    """
-    pos = 0
-    for p in range(q.shape[0]):
-        pos = _put_bytes(out, pos, qbuf, qoff[q[p]], qoff[q[p] + 1])
-        out[pos] = 9
-        pos = _put_bytes(out, pos + 1, tbuf, toff[t[p]], toff[t[p] + 1])
-        out[pos] = 9
-        pos = put_int(out, pos + 1, ints[p, 0])  # score
-        if full:
-            out[pos] = 9
-            v = ident[p]
-            out[pos + 1] = 48 + v // 10000
-            out[pos + 2] = 46  # '.'
-            v %= 10000
-            for d in range(4):
-                out[pos + 6 - d] = 48 + v % 10
-                v //= 10
-            pos += 7
-            for c in range(1, 6):  # length, query start/end, target start/end
-                out[pos] = 9
-                pos = put_int(out, pos + 1, ints[p, c])
-            out[pos] = 9
-            pos = _put_bytes(out, pos + 1, cig, cig_off[p], cig_off[p + 1])
-        else:
-            out[pos] = 9
-            pos = put_int(out, pos + 1, ints[p, 3])  # query end
-            out[pos] = 9
-            pos = put_int(out, pos + 1, ints[p, 5])  # target end
-        out[pos] = 10
-        pos += 1
-    return pos
 
 
 def tsv_header(traceback: bool = True) -> bytes:
@@ -249,6 +202,8 @@ def write_tsv(handle: BinaryIO, result: AlignmentResult, batch: PairBatch | None
     Score-only results (``result.traceback`` False) give
     :data:`TSV_SCORE_ONLY`: query, target, score, query_end, target_end.
     """
+    from .kernels import text
+
     batch = result.pairs if batch is None else batch
     full = bool(result.traceback)
     if header:
@@ -275,7 +230,7 @@ def write_tsv(handle: BinaryIO, result: AlignmentResult, batch: PairBatch | None
             cig, cig_off = no_cigar, np.zeros(e - s + 1, np.int64)
         size = int(qlen[q].sum() + tlen[t].sum()) + (e - s) * _LINE_FIXED + len(cig)
         out = np.empty(size, np.uint8)
-        end = _format_rows(q, t, qbuf, qoff, tbuf, toff, ints, ident, cig, cig_off, full, out)
+        end = text.format_rows(q, t, qbuf, qoff, tbuf, toff, ints, ident, cig, cig_off, full, out)
         return out[:end]
 
     # chunks formatted on several threads (the formatters release the GIL),

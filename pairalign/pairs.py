@@ -1,13 +1,14 @@
-"""Columnar results for a batch of aligned pairs, and operations on them."""
+"""Columnar results for a batch of aligned pairs, and operations on them.
+
+The per-pair passes run in numba (:mod:`pairalign.kernels.batch_ops`), which is
+imported at the first call: importing this module does not start numba.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
 import numpy as np
-from numba import njit, prange
-
-from .kernels.conventions import OP_DEL, OP_INS
 
 _COLUMNS = ("query", "target", "score", "query_begin", "query_end", "target_begin",
             "target_end", "identities", "length")
@@ -70,17 +71,19 @@ class PairBatch:
         if index.dtype == bool:
             index = np.flatnonzero(index)
         index = index.astype(np.int64, copy=False)
+        from .kernels import batch_ops
+
         cols = {}
         for name in _COLUMNS:
             src = getattr(self, name)
             cols[name] = np.empty(len(index), src.dtype)
-            _gather(src, index, cols[name])
+            batch_ops.gather(src, index, cols[name])
         counts = self.n_ops[index]
         offsets = _offsets(counts)
         code = np.empty(int(offsets[-1]), self.op_code.dtype)
         length = np.empty(int(offsets[-1]), self.op_len.dtype)
-        _gather_runs(self.op_offsets, index, offsets, self.op_code,
-                     self.op_len, code, length)
+        batch_ops.gather_runs(self.op_offsets, index, offsets, self.op_code,
+                              self.op_len, code, length)
         return PairBatch(**cols, op_offsets=offsets, op_code=code, op_len=length)
 
     def oriented(self, row_order: np.ndarray, col_order: np.ndarray,
@@ -89,16 +92,19 @@ class PairBatch:
         ``col_order``; with ``triangle``, a pair whose query maps above its
         target is seen from the other side (query and target, their begins and
         ends exchanged, insertions and deletions swapped). One parallel pass."""
+        from .kernels import batch_ops
+
         n = len(self)
         out = {name: np.empty(n, getattr(self, name).dtype)
                for name in ("query_begin", "query_end", "target_begin", "target_end")}
         query = np.empty(n, row_order.dtype)
         target = np.empty(n, col_order.dtype)
         code = np.empty_like(self.op_code)
-        _orient(row_order, col_order, triangle, self.query, self.target, self.query_begin,
-                self.query_end, self.target_begin, self.target_end, self.op_offsets,
-                self.op_code, query, target, out["query_begin"], out["query_end"],
-                out["target_begin"], out["target_end"], code)
+        batch_ops.orient(row_order, col_order, triangle, self.query, self.target,
+                         self.query_begin, self.query_end, self.target_begin,
+                         self.target_end, self.op_offsets, self.op_code, query, target,
+                         out["query_begin"], out["query_end"], out["target_begin"],
+                         out["target_end"], code)
         return replace(self, query=query, target=target, **out, op_code=code)
 
     def save(self, path) -> None:
@@ -144,91 +150,32 @@ class Placement:
 
     def add(self, batch: PairBatch) -> None:
         """Put ``batch``'s pairs (input indices) in place."""
+        from .kernels import batch_ops
+
         pos = np.empty(len(batch), np.int64)
         c = self.cols
-        _place(self.n, self.ncols, self.triangle, *(getattr(batch, k) for k in _COLUMNS),
-               batch.op_offsets, *(c[k] for k in _COLUMNS), self.counts, pos)
+        batch_ops.place(self.n, self.ncols, self.triangle,
+                        *(getattr(batch, k) for k in _COLUMNS), batch.op_offsets,
+                        *(c[k] for k in _COLUMNS), self.counts, pos)
         if len(batch.op_code):
             self.ops.append((pos, batch.op_offsets, batch.op_code, batch.op_len))
 
     def finish(self) -> PairBatch:
+        from .kernels import batch_ops
+
         offsets = _offsets(self.counts)
         total = int(offsets[-1])
         code = np.empty(total, np.uint8)
         length = np.empty(total, np.int32)
         for pos, src_off, src_code, src_len in self.ops:
-            _scatter_runs(src_off, pos, offsets, src_code, src_len, code, length)
+            batch_ops.scatter_runs(src_off, pos, offsets, src_code, src_len, code, length)
         self.ops = []
         return PairBatch(**self.cols, op_offsets=offsets, op_code=code, op_len=length)
 
 
-@njit(cache=True, parallel=True, nogil=True, boundscheck=False)
-def _place(n, ncols, triangle, q, t, score, qb, qe, tb, te, ident, length, op_off,
-           o_q, o_t, o_score, o_qb, o_qe, o_tb, o_te, o_ident, o_length, counts, pos):
-    for k in prange(q.shape[0]):
-        a = q[k]
-        b = t[k]
-        p = a * (2 * n - a - 1) // 2 + (b - a - 1) if triangle else a * ncols + b
-        pos[k] = p
-        o_q[p] = a
-        o_t[p] = b
-        o_score[p] = score[k]
-        o_qb[p] = qb[k]
-        o_qe[p] = qe[k]
-        o_tb[p] = tb[k]
-        o_te[p] = te[k]
-        o_ident[p] = ident[k]
-        o_length[p] = length[k]
-        counts[p] = op_off[k + 1] - op_off[k]
 
 
-@njit(cache=True, parallel=True, nogil=True, boundscheck=False)
-def _scatter_runs(src_off, pos, dst_off, src_code, src_len, dst_code, dst_len):
-    for k in prange(pos.shape[0]):
-        s = src_off[k]
-        d = dst_off[pos[k]]
-        for x in range(src_off[k + 1] - s):
-            dst_code[d + x] = src_code[s + x]
-            dst_len[d + x] = src_len[s + x]
 
-
-@njit(cache=True, parallel=True, boundscheck=False)
-def _gather(src, index, out):
-    """``out[k] = src[index[k]]``, in parallel (numpy's take is one thread)."""
-    for k in prange(index.shape[0]):
-        out[k] = src[index[k]]
-
-
-@njit(cache=True, parallel=True, nogil=True, boundscheck=False)
-def _orient(row_order, col_order, triangle, q, t, qb, qe, tb, te, op_off, code,
-            out_q, out_t, out_qb, out_qe, out_tb, out_te, out_code):
-    for k in prange(q.shape[0]):
-        a = row_order[q[k]]
-        b = col_order[t[k]]
-        flip = triangle and a > b
-        if flip:
-            out_q[k], out_t[k] = b, a
-            out_qb[k], out_qe[k], out_tb[k], out_te[k] = tb[k], te[k], qb[k], qe[k]
-        else:
-            out_q[k], out_t[k] = a, b
-            out_qb[k], out_qe[k], out_tb[k], out_te[k] = qb[k], qe[k], tb[k], te[k]
-        for x in range(op_off[k], op_off[k + 1]):
-            c = code[x]
-            if flip and c == OP_INS:
-                c = OP_DEL
-            elif flip and c == OP_DEL:
-                c = OP_INS
-            out_code[x] = c
-
-
-@njit(cache=True, parallel=True, boundscheck=False)
-def _gather_runs(src_off, index, dst_off, src_code, src_len, dst_code, dst_len):
-    for k in prange(index.shape[0]):
-        s = src_off[index[k]]
-        d = dst_off[k]
-        for x in range(dst_off[k + 1] - d):
-            dst_code[d + x] = src_code[s + x]
-            dst_len[d + x] = src_len[s + x]
 
 
 def _offsets(counts: np.ndarray) -> np.ndarray:

@@ -17,6 +17,7 @@ from click.testing import CliRunner
 import pairalign
 from pairalign import cli, output
 from pairalign.cigar import cigar_string
+from pairalign.kernels import text as text_kernels
 from pairalign.cli import main
 
 N = 60
@@ -257,7 +258,7 @@ def test_interrupted_write_leaves_no_file(fasta, tmp_path, monkeypatch, existing
     if existing:
         target.write_bytes(b"old\n")
     monkeypatch.setattr(output, "CHUNK", 100)
-    real, calls = output._format_rows, []
+    real, calls = text_kernels.format_rows, []
 
     def flaky(*args):
         calls.append(1)
@@ -265,7 +266,7 @@ def test_interrupted_write_leaves_no_file(fasta, tmp_path, monkeypatch, existing
             raise KeyboardInterrupt
         return real(*args)
 
-    monkeypatch.setattr(output, "_format_rows", flaky)
+    monkeypatch.setattr(text_kernels, "format_rows", flaky)
     res = run("all-vs-all", fasta, "-o", target)
     assert res.exit_code == 130 and len(calls) >= 3
     assert res.stderr == "pairalign: interrupted\n"
@@ -349,19 +350,46 @@ def test_device_error_warning_is_one_line(capsys):
                    "the first error ...\n")
 
 
+def _fresh_python(*lines: str) -> list[str]:
+    """The words a new interpreter prints running ``lines``."""
+    return subprocess.run([sys.executable, "-c", "\n".join(lines)], capture_output=True,
+                          text=True, check=True).stdout.split()
+
+
 def test_start_numba_skips_the_blas_probe_and_leaves_scipy_importable():
     """The command line starts numba without importing scipy.linalg (numba's
     BLAS probe), and SciPy imports normally afterwards."""
     pytest.importorskip("scipy")
-    code = ("import sys\n"
-            "from pairalign.cli_options import start_numba\n"
-            "start_numba()\n"
-            "print('scipy.linalg' in sys.modules)\n"
-            "import scipy.linalg\n"
-            "print(scipy.linalg.__name__)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout.split()
-    assert out == ["False", "scipy.linalg"]
+    assert _fresh_python("import sys",
+                         "from pairalign.cli_options import start_numba",
+                         "start_numba()",
+                         "import numba.np.arraymath as am",
+                         "print('scipy.linalg' in sys.modules, am._HAVE_BLAS)",
+                         "import scipy.linalg",
+                         "print(scipy.linalg.__name__)") == ["False", "False", "scipy.linalg"]
+
+
+def test_numba_started_when_needed_skips_the_blas_probe_too():
+    """A GPU run starts numba at its first use (the guard's first call), and
+    that start skips the BLAS probe as :func:`start_numba` does."""
+    pytest.importorskip("scipy")
+    assert _fresh_python("import sys",
+                         "from pairalign.cli_options import start_numba_when_needed",
+                         "start_numba_when_needed()",
+                         "print('numba' in sys.modules)",
+                         "from pairalign.engine import _NUMBA",
+                         "_NUMBA.needed()",
+                         "import numba.np.arraymath as am",
+                         "print('scipy.linalg' in sys.modules, am._HAVE_BLAS)",
+                         ) == ["False", "False", "False"]
+
+
+def test_importing_the_command_line_does_not_start_numba():
+    """numba's kernels are imported at their first call, so a GPU run can start
+    numba while the GPU runs its first window."""
+    assert _fresh_python("import sys, pairalign.cli",
+                         "print(any(m.split('.')[0] == 'numba' for m in sys.modules))",
+                         ) == ["False"]
 
 
 class _FakeDriver:
@@ -407,13 +435,17 @@ def test_start_cuda_starts_the_run_devices_only(monkeypatch, devices, started):
 
 @pytest.mark.parametrize("backend,expected", [("cpu", []), ("gpu", [[0]]), ("auto", [None])])
 def test_cli_starts_cuda_only_for_a_gpu_run(fasta, tmp_path, monkeypatch, backend, expected):
-    """A run that may use a GPU starts the driver beside numba; a CPU run does not."""
+    """A run that may use a GPU starts the driver on a thread and numba when
+    needed; a CPU run starts numba at once, and no driver."""
     from pairalign import cli_options
 
-    seen = []
+    seen, numba_starts = [], []
     monkeypatch.setattr(cli_options, "start_cuda", seen.append)
+    monkeypatch.setattr(cli_options, "start_numba_when_needed", lambda: numba_starts.append("later"))
+    monkeypatch.setattr(cli_options, "start_numba", lambda: numba_starts.append("now"))
     args = ["all-vs-all", str(fasta), "--backend", backend, "-o", str(tmp_path / "o.tsv")]
     if backend == "gpu":
         args += ["--devices", "0"]  # without a GPU the run then stops with one line
     res = CliRunner().invoke(main, args)
     assert seen == expected, res.output
+    assert numba_starts == (["now"] if backend == "cpu" else ["later"])

@@ -13,6 +13,7 @@ import pytest
 import pairalign
 from pairalign import output
 from pairalign.cigar import cigar_string
+from pairalign.kernels import text as text_kernels
 from pairalign.errors import OptionError
 from pairalign.pairs import PairBatch
 from pairalign.results import AlignmentResult
@@ -294,7 +295,7 @@ def test_atomic_failure_leaves_nothing(tmp_path, exc, existing):
 def test_atomic_write_tsv_interrupted_mid_file(real, tmp_path, monkeypatch):
     """The formatter raising after some chunks are written leaves no file."""
     monkeypatch.setattr(output, "CHUNK", 10)
-    real_format, calls = output._format_rows, []
+    real_format, calls = text_kernels.format_rows, []
 
     def flaky(*args):
         calls.append(1)
@@ -302,7 +303,7 @@ def test_atomic_write_tsv_interrupted_mid_file(real, tmp_path, monkeypatch):
             raise KeyboardInterrupt
         return real_format(*args)
 
-    monkeypatch.setattr(output, "_format_rows", flaky)
+    monkeypatch.setattr(text_kernels, "format_rows", flaky)
     target = tmp_path / "out.tsv"
     with pytest.raises(KeyboardInterrupt):
         with output.atomic_output(target) as handle:

@@ -1,0 +1,83 @@
+"""numba kernels over the columns of a :class:`~pairalign.pairs.PairBatch`:
+gathering pairs, orienting them, placing them at their ranks. Imported when
+first used, so that importing pairalign does not start numba (the command line
+starts it on a thread while the GPU's run gets going)."""
+
+from __future__ import annotations
+
+from numba import njit, prange
+
+from .conventions import OP_DEL, OP_INS
+
+
+@njit(cache=True, parallel=True, nogil=True, boundscheck=False)
+def place(n, ncols, triangle, q, t, score, qb, qe, tb, te, ident, length, op_off,
+          o_q, o_t, o_score, o_qb, o_qe, o_tb, o_te, o_ident, o_length, counts, pos):
+    for k in prange(q.shape[0]):
+        a = q[k]
+        b = t[k]
+        p = a * (2 * n - a - 1) // 2 + (b - a - 1) if triangle else a * ncols + b
+        pos[k] = p
+        o_q[p] = a
+        o_t[p] = b
+        o_score[p] = score[k]
+        o_qb[p] = qb[k]
+        o_qe[p] = qe[k]
+        o_tb[p] = tb[k]
+        o_te[p] = te[k]
+        o_ident[p] = ident[k]
+        o_length[p] = length[k]
+        counts[p] = op_off[k + 1] - op_off[k]
+
+
+
+@njit(cache=True, parallel=True, nogil=True, boundscheck=False)
+def scatter_runs(src_off, pos, dst_off, src_code, src_len, dst_code, dst_len):
+    for k in prange(pos.shape[0]):
+        s = src_off[k]
+        d = dst_off[pos[k]]
+        for x in range(src_off[k + 1] - s):
+            dst_code[d + x] = src_code[s + x]
+            dst_len[d + x] = src_len[s + x]
+
+
+
+@njit(cache=True, parallel=True, boundscheck=False)
+def gather(src, index, out):
+    """``out[k] = src[index[k]]``, in parallel (numpy's take is one thread)."""
+    for k in prange(index.shape[0]):
+        out[k] = src[index[k]]
+
+
+
+@njit(cache=True, parallel=True, nogil=True, boundscheck=False)
+def orient(row_order, col_order, triangle, q, t, qb, qe, tb, te, op_off, code,
+           out_q, out_t, out_qb, out_qe, out_tb, out_te, out_code):
+    for k in prange(q.shape[0]):
+        a = row_order[q[k]]
+        b = col_order[t[k]]
+        flip = triangle and a > b
+        if flip:
+            out_q[k], out_t[k] = b, a
+            out_qb[k], out_qe[k], out_tb[k], out_te[k] = tb[k], te[k], qb[k], qe[k]
+        else:
+            out_q[k], out_t[k] = a, b
+            out_qb[k], out_qe[k], out_tb[k], out_te[k] = qb[k], qe[k], tb[k], te[k]
+        for x in range(op_off[k], op_off[k + 1]):
+            c = code[x]
+            if flip and c == OP_INS:
+                c = OP_DEL
+            elif flip and c == OP_DEL:
+                c = OP_INS
+            out_code[x] = c
+
+
+
+@njit(cache=True, parallel=True, boundscheck=False)
+def gather_runs(src_off, index, dst_off, src_code, src_len, dst_code, dst_len):
+    for k in prange(index.shape[0]):
+        s = src_off[index[k]]
+        d = dst_off[k]
+        for x in range(dst_off[k + 1] - d):
+            dst_code[d + x] = src_code[s + x]
+            dst_len[d + x] = src_len[s + x]
