@@ -1,11 +1,16 @@
 // pairalign GPU kernels.
 //
 // Conventions are those of pairalign/kernels/cpu.py (the reference): cells (i, j)
-// 1-based, i over the query (row sequence), j over the target; the traceback
-// nibble of a cell holds H's origin in bits 0-1 (0 stop, 1 diagonal, 2 E, 3 F),
-// "E extended" in bit 2 and "F extended" in bit 3. Ties: H prefers diagonal, then
-// E, then F, and stops at 0 in local mode; E and F prefer opening; the end cell is
-// the first best cell in row-major order.
+// 1-based, i over the query (row sequence), j over the target. Ties: H prefers
+// diagonal, then E, then F, and stops at 0 in local mode; E and F prefer
+// opening; the end cell is the first best cell in row-major order.
+//
+// The traceback nibble of a cell holds four comparisons, each a sign bit in the
+// packed kernel: bit 0 "F over E" (e < f), bit 1 "H from a gap" (h != d, the
+// diagonal term), bit 2 "E extended", bit 3 "F extended". H's origin is the
+// diagonal without bit 1, else F with bit 0, else E. The local stop (H = 0) is
+// not stored: the walk carries the score back from the end cell (each move
+// undoes one term of the recurrence) and stops where H reaches 0.
 //
 // A thread fills a stripe of STRIPE query rows held in registers, column by
 // column (struct Stripe); a stripe's 8 nibbles of one column make one 32-bit
@@ -118,9 +123,8 @@ struct Stripe {
                         : want_tb ? __vimax_s32_relu(d, ef - go)
                                   : __viaddmax_s32_relu(ef, -go, d);
             if (want_tb) {
-                unsigned org = (h == d) ? 1u : (e >= f ? 2u : 3u);
-                if (mode == LOCAL && h == 0) org = 0u;
-                word |= (org | ((unsigned)(e != hl[r]) << 2) | ((unsigned)(f != hup) << 3))
+                word |= ((unsigned)(e < f) | ((unsigned)(h != d) << 1)
+                         | ((unsigned)(e != hl[r]) << 2) | ((unsigned)(f != hup) << 3))
                         << (4 * r);
             }
             diag = hl[r];
@@ -361,13 +365,14 @@ __device__ __forceinline__ unsigned max2_relu(unsigned a, unsigned b) {
     return r;
 }
 
-// Where a < b in each half: bits 15 and 31 (SIGNS), from the sign of
-// ~(~a + b) = a - b (sm_90 has no packed subtract). Every difference the
-// traceback takes is of two scores of real cells, or of one and the NEG16
-// start of E and F, and the 16-bit bound keeps it within 16 bits (|score| <
-// 16,000 - go - ge; scoring.INT16_LIMIT).
+// Where a < b in each half: bits 15 and 31 (SIGNS), the signs of a - b.
+// PTX has no packed subtract on sm_90, but nvcc turns __vsub2 into one
+// VIADD.16x2 with b negated (FMA pipe); ~(~a + b) took two more ALU-pipe
+// instructions. Every difference the traceback takes is of two scores of real
+// cells, or of one and the NEG16 start of E and F, and the 16-bit bound keeps
+// it within 16 bits (|score| < 16,000 - go - ge; scoring.INT16_LIMIT).
 #define SIGNS 0x80008000u
-__device__ __forceinline__ unsigned lt2(unsigned a, unsigned b) { return ~add2(~a, b) & SIGNS; }
+__device__ __forceinline__ unsigned lt2(unsigned a, unsigned b) { return __vsub2(a, b) & SIGNS; }
 
 // R rows a lane: 8 with traceback (a 32-bit word a column), 8 or 16 without.
 template <int mode, bool want_tb, int R>
@@ -389,11 +394,12 @@ struct Stripe2 {
     // the ALU pipe is what bounds this kernel, ncu: 84-87% busy). At 16 rows
     // nvcc schedules them later and copies the new H (IMAD.MOV, FMA pipe).
     //
-    // With traceback, each cell's nibble (see the top of the file) comes from
-    // sign bits of differences, in both halves at once: E extended where H to
-    // the left < E' - ge, F likewise, e < f, h != d (d < E or F's H), and in
-    // local mode h == 0 (h - 1 < 0). Rows 0-3 collect in `lo`, 4-7 in `hi`,
-    // nibble r % 4 of each half; w0 and w1 are the two pairs' words.
+    // With traceback, each cell's nibble (see the top of the file) is four
+    // sign bits of differences, in both halves at once: F extended where H
+    // above < F' - ge, E likewise from the left, h != d where d < max(E, F),
+    // and e < f; shifted into place and added (one LEA.HI each). Rows 0-3
+    // collect in `lo`, 4-7 in `hi`, nibble r % 4 of each half; w0 and w1 are
+    // the two pairs' words.
     __device__ __forceinline__ void column(unsigned (&sub)[R], unsigned diag,
                                            unsigned& hup, unsigned& fup, unsigned go2,
                                            unsigned ge2, unsigned& w0, unsigned& w1) {
@@ -419,16 +425,9 @@ struct Stripe2 {
                 const unsigned ef = max2(e, f);
                 const unsigned efg = add2(ef, go2);
                 const unsigned h = (mode == LOCAL) ? max2_relu(sub[r], efg) : max2(sub[r], efg);
-                const unsigned sd = lt2(sub[r], efg);  // h != d (unless h == 0)
-                const unsigned sef = lt2(e, f);
-                unsigned org = (sd >> 2) | ((~sd | sef) & SIGNS) >> 3;  // bits 13, 12
-                if (mode == LOCAL) {  // h == 0: origin 0
-                    const unsigned z = lt2(h, 0x00010001u);
-                    org &= ~((z >> 2) | (z >> 3));
-                }
-                const unsigned nib = lt2(hup, fug)              // bit 15: F extended
-                                   | lt2(hl[r], elg) >> 1 | org;  // 14: E extended
-                (r < 4 ? lo : hi) |= nib >> (12 - 4 * (r % 4));
+                const unsigned nib = lt2(hup, fug) + (lt2(hl[r], elg) >> 1)  // bits 15, 14
+                                   + (lt2(sub[r], efg) >> 2) + (lt2(e, f) >> 3);  // 13, 12
+                (r < 4 ? lo : hi) += nib >> (12 - 4 * (r % 4));
                 hl[r] = h;
                 el[r] = e;
                 hup = h;
@@ -681,7 +680,7 @@ fill(
 // one query; the boundary rows at boff[2c], each pair's traceback words at
 // off[p]. A launch of its own, so that its registers do not bound those of
 // fill. Blocks per SM (registers per thread: 80 at 3, 128 at 2): with
-// traceback 3 (77-80 registers; semiglobal spills 16 bytes). Score-only, 16
+// traceback 3 (75-80 registers; semiglobal spills 8 bytes). Score-only, 16
 // rows a lane take 94-112 registers at 2; at 3 local spills 24 bytes and runs
 // as fast, semiglobal 164 and runs 1.6x slower, global 60 and runs 1.13x
 // faster (1e12 cells, H100).
@@ -759,7 +758,8 @@ walk(
      const int* __restrict__ pair_row, const int* __restrict__ pair_col, const int npairs,
      const int nwide, const int npack, const unsigned int* __restrict__ tb,
      const long long* __restrict__ off, const int* __restrict__ warp_m,
-     const int* __restrict__ ei, const int* __restrict__ ej,
+     const int* __restrict__ matrix, const int K, const int go, const int ge,
+     const int* __restrict__ score, const int* __restrict__ ei, const int* __restrict__ ej,
      const long long* __restrict__ op_off, unsigned char* __restrict__ op_code,
      int* __restrict__ op_len,
      int* __restrict__ out_qb, int* __restrict__ out_tb, int* __restrict__ out_nops,
@@ -780,6 +780,9 @@ walk(
                                 : (long long)warp_m[q / 32];
     int i = ei[p], j = ej[p];
     int state = 0, ident = 0, length = 0;
+    // local mode: the score of the current state's cell, carried back from the
+    // end cell (H = 0 is where the alignment starts; see the top of the file)
+    int v = score[p];
     Runs runs{op_code, op_len, op_off[p], 255, 0};
     while (true) {
         if (i == 0 || j == 0) {
@@ -795,23 +798,27 @@ walk(
                                     : ((long long)s * span + (j - 1)) * 32;
         const unsigned int t = (tbw[word] >> (4 * r)) & 15u;
         if (state == 0) {
-            const unsigned int org = t & 3u;
-            if (org == 0u) break;
-            if (org == 1u) {
-                const bool same = a[i - 1] == b[j - 1];
-                ident += same;
-                runs.emit(same ? OP_MATCH : OP_MISMATCH, 1);
+            if (mode == LOCAL && v == 0) break;
+            if ((t & 2u) == 0u) {  // from the diagonal
+                const int x = a[i - 1], y = b[j - 1];
+                ident += x == y;
+                runs.emit(x == y ? OP_MATCH : OP_MISMATCH, 1);
+                v -= matrix[x * K + y];
                 ++length; --i; --j;
             } else {
-                state = (org == 2u) ? 1 : 2;
+                state = (t & 1u) ? 2 : 1;  // F over E, else E
             }
-        } else if (state == 1) {
+        } else if (state == 1) {  // E(i, j) = E(i, j - 1) - ge, or H(i, j - 1) - go
             runs.emit(OP_DEL, 1); ++length;
-            if (((t >> 2) & 1u) == 0u) state = 0;
+            const bool extended = (t >> 2) & 1u;
+            v += extended ? ge : go;
+            if (!extended) state = 0;
             --j;
         } else {
             runs.emit(OP_INS, 1); ++length;
-            if (((t >> 3) & 1u) == 0u) state = 0;
+            const bool extended = (t >> 3) & 1u;
+            v += extended ? ge : go;
+            if (!extended) state = 0;
             --i;
         }
     }

@@ -534,7 +534,8 @@ class GPUBackend:
                     walk_grid, (THREADS,),
                     (state["codes"], state["offsets"], d_row, d_col, np.int32(npairs),
                      np.int32(nwide), np.int32(npack), tb, lay["off"], lay["warp_m"],
-                     h["ei"], h["ej"],
+                     state["matrix"], np.int32(K), np.int32(sc.gap_open),
+                     np.int32(sc.gap_extend), h["score"], h["ei"], h["ej"],
                      h["off"], h["code"],
                      h["len"], h["qb"], h["tb"], h["nops"], h["ident"], h["alen"]))
             h["ev"][2].record()
