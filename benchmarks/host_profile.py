@@ -1,15 +1,17 @@
 """Where the host's time goes in an in-process GPU run (for the device).
 
-    python benchmarks/host_profile.py [--cells 1e12] [--traceback]
+    python benchmarks/host_profile.py [--cells 1e12] [--traceback] [--mode global]
 
 Prints the backend's stage times (host: launch, download; device: fill,
-traceback) and the main thread's profile (the consumer: orientation, ordering,
-waiting on the workers), top 25 by own time.
+traceback) of a plain run and of a profiled one, then that run's profile
+(every thread's from Python 3.12, the main thread's before), top ``--top`` by
+own time.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import pstats
 import time
@@ -28,23 +30,28 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--cells", type=float, default=0, help="0: the proteome")
     ap.add_argument("--traceback", action="store_true")
-    ap.add_argument("--pinned", action="store_true", help="downloads through pinned memory")
+    ap.add_argument("--mode", default="local", choices=("local", "global", "semiglobal"))
+    ap.add_argument("--top", type=int, default=25, help="functions listed")
+    ap.add_argument("--pageable", action="store_true",
+                    help="downloads with CuPy's get (default: through the pinned staging buffer)")
     args = ap.parse_args()
-    gpu_backend.PINNED_DOWNLOADS = args.pinned
+    gpu_backend.PINNED_DOWNLOADS = not args.pageable
     seqs = (sampled_proteins(args.cells) if args.cells else
             pairalign.read_sequences(DATA / "proteome_HG003687.faa").sequences)
     be = GPUBackend()
     sc = Scoring.create("protein")
-    for warm in (True, False):
-        job = Job("local", sc, args.traceback, SortedSet.encode(seqs, sc))
+    prof = cProfile.Profile()
+    for run in ("warm-up", "plain", "profiled"):
+        job = Job(args.mode, sc, args.traceback, SortedSet.encode(seqs, sc))
         be.timings.clear()
-        prof = cProfile.Profile()
         t = time.perf_counter()
-        with prof:
+        with prof if run == "profiled" else contextlib.nullcontext():
             run_job(job, be)
         wall = time.perf_counter() - t
-    print(f"wall {wall:.3f} s;", {k: round(v, 3) for k, v in be.timings.items() if k != "cells"})
-    pstats.Stats(prof).sort_stats("tottime").print_stats(25)
+        if run != "warm-up":
+            print(f"{run}: wall {wall:.3f} s;",
+                  {k: round(v, 3) for k, v in be.timings.items() if k != "cells"})
+    pstats.Stats(prof).sort_stats("tottime").print_stats(args.top)
 
 
 if __name__ == "__main__":
