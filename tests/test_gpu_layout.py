@@ -221,7 +221,7 @@ def test_download_through_staging_pieces(monkeypatch, staging):
     monkeypatch.setattr(gpu_backend, "STAGING_BYTES", staging)
     be = object.__new__(GPUBackend)
     be.cp, be.timings, be._pinned = fake_cupy(), {}, None
-    be.cupyx = SimpleNamespace(empty_pinned=lambda n, dtype: np.full(n, 0xAB, dtype))
+    be._empty_pinned = lambda n: np.full(n, 0xAB, np.uint8)
     syncs = []
     be._host_stream = lambda: SimpleNamespace(ptr=0, synchronize=lambda: syncs.append(1))
     rng = np.random.default_rng(staging)
