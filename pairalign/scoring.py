@@ -142,17 +142,21 @@ class Scoring:
         return (self.max_abs_score * np.minimum(n, m) + 2 * self.gap_open
                 + self.gap_extend * (n + m))
 
+    def _bound_with_gap(self, n, m):
+        """:meth:`score_bound` with room for a gap more."""
+        return self.score_bound(n, m) + self.gap_open + self.gap_extend
+
     def fits_int16(self, n, m):
         """Whether every score of ``n x m`` alignments fits 16 bits (with room for
         a gap more); ``n`` and ``m`` may be integers or NumPy arrays."""
-        bound = self.score_bound(n, m) + self.gap_open + self.gap_extend
-        return (bound < INT16_LIMIT) & (n < INT16_LIMIT) & (m < INT16_LIMIT)
+        return ((self._bound_with_gap(n, m) < INT16_LIMIT) & (n < INT16_LIMIT)
+                & (m < INT16_LIMIT))
 
     def score_dtype(self, n: int, m: int) -> np.dtype:
         """int16 where every score of an ``n x m`` alignment fits, else int32."""
         if self.fits_int16(n, m):
             return np.dtype(np.int16)
-        if self.score_bound(n, m) + self.gap_open + self.gap_extend < INT32_LIMIT:
+        if self._bound_with_gap(n, m) < INT32_LIMIT:
             return np.dtype(np.int32)
         raise OptionError(f"scores of a {n} x {m} alignment could overflow 32 bits")
 

@@ -234,14 +234,8 @@ def plan_window(row_lengths: np.ndarray, col_lengths: np.ndarray, w: Window, *,
         wn = np.concatenate([wn, np.maximum.reduceat(rows_len[rest_r], starts)])
         wm = np.concatenate([wm, np.maximum.reduceat(cols_len[rest_c], starts)])
     warp_tb = (wn + STRIPE - 1) // STRIPE * wm * 32 if traceback else 0 * wm
-    wide_tb = int(tb[wide].sum())
-    wide_bnd = int(bnd[wide].sum())
-    warp_off = np.full(wm.size + 1, wide_tb, np.int64)
-    np.cumsum(warp_tb, out=warp_off[1:])
-    warp_off[1:] += wide_tb
-    warp_boff = np.full(wm.size + 1, wide_bnd, np.int64)
-    np.cumsum((wm + 1) * 32, out=warp_boff[1:])
-    warp_boff[1:] += wide_bnd
+    warp_off = _offsets(warp_tb) + int(tb[wide].sum())
+    warp_boff = _offsets((wm + 1) * 32) + int(bnd[wide].sum())
     # the packed kernel's warps: each row's couples, couples_per_warp at a time
     coupling = segments[:, KIND] == COUPLE
     couples = segments[coupling, COUNT] // 2
