@@ -182,8 +182,6 @@ def _id_buffer(ids: list[str]) -> tuple[np.ndarray, np.ndarray]:
     return np.frombuffer(b"".join(raw), np.uint8), offsets
 
 
-
-
 def tsv_header(traceback: bool = True) -> bytes:
     """The TSV header line (with its newline)."""
     return ("\t".join(TSV_COLUMNS if traceback else TSV_SCORE_ONLY) + "\n").encode()

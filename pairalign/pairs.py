@@ -173,11 +173,6 @@ class Placement:
         return PairBatch(**self.cols, op_offsets=offsets, op_code=code, op_len=length)
 
 
-
-
-
-
-
 def _offsets(counts: np.ndarray) -> np.ndarray:
     out = np.zeros(len(counts) + 1, np.int64)
     np.cumsum(counts, out=out[1:])

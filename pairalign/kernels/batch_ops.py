@@ -1,7 +1,7 @@
 """numba kernels over the columns of a :class:`~pairalign.pairs.PairBatch`:
 gathering pairs, orienting them, placing them at their ranks. Imported when
-first used, so that importing pairalign does not start numba (the command line
-starts it on a thread while the GPU's run gets going)."""
+first used, so that importing pairalign does not start numba (a GPU run from
+the command line starts it at the first window's results)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,6 @@ def place(n, ncols, triangle, q, t, score, qb, qe, tb, te, ident, length, op_off
         counts[p] = op_off[k + 1] - op_off[k]
 
 
-
 @njit(cache=True, parallel=True, nogil=True, boundscheck=False)
 def scatter_runs(src_off, pos, dst_off, src_code, src_len, dst_code, dst_len):
     for k in prange(pos.shape[0]):
@@ -41,13 +40,11 @@ def scatter_runs(src_off, pos, dst_off, src_code, src_len, dst_code, dst_len):
             dst_len[d + x] = src_len[s + x]
 
 
-
 @njit(cache=True, parallel=True, boundscheck=False)
 def gather(src, index, out):
     """``out[k] = src[index[k]]``, in parallel (numpy's take is one thread)."""
     for k in prange(index.shape[0]):
         out[k] = src[index[k]]
-
 
 
 @njit(cache=True, parallel=True, nogil=True, boundscheck=False)
@@ -70,7 +67,6 @@ def orient(row_order, col_order, triangle, q, t, qb, qe, tb, te, op_off, code,
             elif flip and c == OP_DEL:
                 c = OP_INS
             out_code[x] = c
-
 
 
 @njit(cache=True, parallel=True, boundscheck=False)

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from importlib import resources
-
 import time
 from collections import deque
+from importlib import resources
 from typing import Iterable, Iterator
 
 import numpy as np
@@ -86,7 +85,7 @@ def _carve(sizes) -> tuple[list[int], int]:
 
 def _uploads(plan: LayoutPlan) -> list[np.ndarray]:
     """What the host sends for a window: its plan's segments and narrow warps,
-    and the operation total (``op_off``'s last entry)."""
+    the operation total (``op_off``'s last entry) and the packed kernel's warps."""
     return [plan.segments, plan.warp_off, plan.warp_boff, plan.warp_m,
             np.array([plan.ops], np.int64), plan.couple_warps]
 
