@@ -186,7 +186,7 @@ def test_plan_of_a_job_sizes_windows_without_a_device(traceback):
         lay = expand(plan, lengths, lengths, 0, traceback)
         steps = gpu_backend.WIDE_STEPS if traceback else gpu_backend.WIDE_STEPS_SCORE_ONLY
         check_plan(plan, lay, lengths, lengths, w, traceback, steps, job.scoring.fits_int16,
-                   per_warp=32 // gpu_backend._pack_shape(traceback)[1])
+                   per_warp=32 // gpu_backend._pack_shape(traceback, job.mode)[1])
         assert plan.npairs == w.pairs
         packed += plan.npack
         unpacked += plan.nwide - plan.npack

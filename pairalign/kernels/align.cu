@@ -54,19 +54,35 @@
 #define SCORE int
 #endif
 
-// The packed kernel's shape: without traceback, rows a lane (8 or 16) and
-// lanes a group (4, 8, 16 or 32); with traceback 8 rows a lane and
+// The packed kernel's shape: without traceback, rows a lane (8, 16 or 32) and
+// lanes a group (4, 8, 16 or 32) per mode; with traceback 8 rows a lane and
 // PACK_TB_GROUP lanes, which lay out the couples' words (see walk). The host
-// passes them (gpu_backend.PACK_ROWS, PACK_GROUP, PACK_GROUP_TRACEBACK).
-#ifndef PACK_ROWS
-#define PACK_ROWS 16
+// passes them (gpu_backend.PACK_SHAPES, PACK_GROUP_TRACEBACK).
+#ifndef PACK_ROWS_GLOBAL
+#define PACK_ROWS_GLOBAL 16
+#define PACK_GROUP_GLOBAL 8
 #endif
-#ifndef PACK_GROUP
-#define PACK_GROUP 8
+#ifndef PACK_ROWS_SEMIGLOBAL
+#define PACK_ROWS_SEMIGLOBAL 16
+#define PACK_GROUP_SEMIGLOBAL 8
+#endif
+#ifndef PACK_ROWS_LOCAL
+#define PACK_ROWS_LOCAL 16
+#define PACK_GROUP_LOCAL 8
 #endif
 #ifndef PACK_TB_GROUP
 #define PACK_TB_GROUP 8  // with traceback: 8 rows a lane, this many lanes a group
 #endif
+
+__host__ __device__ constexpr int pack_rows(int mode) {
+    return mode == GLOBAL ? PACK_ROWS_GLOBAL : mode == SEMIGLOBAL ? PACK_ROWS_SEMIGLOBAL
+                                                                  : PACK_ROWS_LOCAL;
+}
+
+__host__ __device__ constexpr int pack_group(int mode) {
+    return mode == GLOBAL ? PACK_GROUP_GLOBAL : mode == SEMIGLOBAL ? PACK_GROUP_SEMIGLOBAL
+                                                                   : PACK_GROUP_LOCAL;
+}
 
 __device__ __forceinline__ int gap_boundary(int i, int go, int ge) {
     return i == 0 ? 0 : -(go + (i - 1) * ge);
@@ -262,6 +278,8 @@ struct BandTop {
 template <int R> struct ProfileWord;
 template <> struct ProfileWord<8> { typedef uint2 type; };
 template <> struct ProfileWord<16> { typedef uint4 type; };
+struct alignas(16) uint8x32 { uint4 lo, hi; };
+template <> struct ProfileWord<32> { typedef uint8x32 type; };
 
 template <int R, int G>
 __device__ __forceinline__ void build_profile(const int* matrix, int K, int entries,
@@ -269,7 +287,7 @@ __device__ __forceinline__ void build_profile(const int* matrix, int K, int entr
                                               const unsigned char* a, int n, int band, int lane) {
     for (int k = lane; k < entries * G; k += 32) {
         const int t = k / G, i0 = (band * G + k % G) * R;
-        unsigned w[4] = {0u, 0u, 0u, 0u};
+        unsigned w[R / 4] = {};
 #pragma unroll
         for (int r = 0; r < R; ++r) {
             const int v = (t < K && i0 + r < n) ? matrix[a[i0 + r] * K + t] : -128;
@@ -374,17 +392,23 @@ __device__ __forceinline__ unsigned max2_relu(unsigned a, unsigned b) {
 #define SIGNS 0x80008000u
 __device__ __forceinline__ unsigned lt2(unsigned a, unsigned b) { return __vsub2(a, b) & SIGNS; }
 
-// R rows a lane: 8 with traceback (a 32-bit word a column), 8 or 16 without.
+// R rows a lane: 8 with traceback (a 32-bit word a column), 8, 16 or 32 without.
 template <int mode, bool want_tb, int R>
 struct Stripe2 {
-    static_assert(R == 8 || (R == 16 && !want_tb), "rows a lane: 8, or 16 score-only");
+    static_assert(R == 8 || ((R == 16 || R == 32) && !want_tb),
+                  "rows a lane: 8, or 16 or 32 score-only");
     unsigned hl[R], el[R];
 
+    // Score-only, el holds E of the next column's cell, E[i][j + 1], and F
+    // comes in as F of the stripe's first row and leaves as F of the row
+    // below its last; with traceback, el holds E' = E + go of this column's
+    // cell, and F comes in and leaves as F' = F + go of the row above.
     __device__ __forceinline__ void start(int i0, int go, int ge) {
 #pragma unroll
         for (int r = 0; r < R; ++r) {
-            hl[r] = pack2((mode == GLOBAL) ? gap_boundary(i0 + r + 1, go, ge) : 0);
-            el[r] = pack2(NEG16);
+            const int h0 = (mode == GLOBAL) ? gap_boundary(i0 + r + 1, go, ge) : 0;
+            hl[r] = pack2(h0);
+            el[r] = pack2(want_tb ? NEG16 : h0 - go);
         }
     }
 
@@ -393,6 +417,11 @@ struct Stripe2 {
     // overwritten: at 8 rows no register copies (ALU-pipe PRMTs on nvcc 13;
     // the ALU pipe is what bounds this kernel, ncu: 84-87% busy). At 16 rows
     // nvcc schedules them later and copies the new H (IMAD.MOV, FMA pipe).
+    //
+    // Score-only, a cell takes three ALU-pipe instructions, H = max3(D, E, F)
+    // and the next E and F, each max(X - ge, H - go) in one DPX instruction,
+    // and two FMA-pipe adds (D, H - go): E and F are kept as they are, the
+    // next column's E and the next row's F computed ahead.
     //
     // With traceback, each cell's nibble (see the top of the file) is four
     // sign bits of differences, in both halves at once: F extended where H
@@ -410,15 +439,13 @@ struct Stripe2 {
 #pragma unroll
         for (int r = 0; r < R; ++r) {
             if (!want_tb) {
-                const unsigned e = __viaddmax_s16x2(el[r], ge2, hl[r]);
-                const unsigned f = __viaddmax_s16x2(fup, ge2, hup);
-                const unsigned ef = max2(e, f);
-                const unsigned h = (mode == LOCAL) ? __viaddmax_s16x2_relu(ef, go2, sub[r])
-                                                   : __viaddmax_s16x2(ef, go2, sub[r]);
+                const unsigned h = (mode == LOCAL) ? __vimax3_s16x2_relu(sub[r], el[r], fup)
+                                                   : __vimax3_s16x2(sub[r], el[r], fup);
+                const unsigned hg = add2(h, go2);
+                el[r] = __viaddmax_s16x2(el[r], ge2, hg);
+                fup = __viaddmax_s16x2(fup, ge2, hg);
                 hl[r] = h;
-                el[r] = e;
                 hup = h;
-                fup = f;
             } else {
                 const unsigned elg = add2(el[r], ge2), fug = add2(fup, ge2);
                 const unsigned e = max2(hl[r], elg), f = max2(hup, fug);
@@ -510,6 +537,10 @@ __device__ __forceinline__ unsigned prof_offsets(const unsigned char* b0, int m0
 
 // Word k of a lane's profile entry (rows 4k to 4k + 3)
 __device__ __forceinline__ unsigned word_at(const uint2& w, int k) { return k ? w.y : w.x; }
+__device__ __forceinline__ unsigned word_at(const uint8x32& w, int k) {
+    return k == 0 ? w.lo.x : k == 1 ? w.lo.y : k == 2 ? w.lo.z : k == 3 ? w.lo.w
+         : k == 4 ? w.hi.x : k == 5 ? w.hi.y : k == 6 ? w.hi.z : w.hi.w;
+}
 __device__ __forceinline__ unsigned word_at(const uint4& w, int k) {
     return k == 0 ? w.x : k == 1 ? w.y : k == 2 ? w.z : w.w;
 }
@@ -537,8 +568,9 @@ __device__ __forceinline__ void fill_pack(
     const int m = max(m0, m1);
     if (m > 0) {
         for (int j = gl; j <= m; j += G) {
-            top_h[j] = pack2(mode == GLOBAL ? gap_boundary(j, go, ge) : 0);
-            top_f[j] = pack2(NEG16);
+            const int h0 = mode == GLOBAL ? gap_boundary(j, go, ge) : 0;
+            top_h[j] = pack2(h0);
+            top_f[j] = pack2(want_tb ? NEG16 : h0 - go);  // F' of row 0, or F of row 1
         }
     }
     const unsigned go2 = pack2(-go), ge2 = pack2(-ge);
@@ -681,11 +713,12 @@ fill(
 // off[p]. A launch of its own, so that its registers do not bound those of
 // fill. Blocks per SM (registers per thread: 80 at 3, 128 at 2): with
 // traceback 3 (75-80 registers; semiglobal spills 8 bytes). Score-only, 16
-// rows a lane take 94-112 registers at 2; at 3 local spills 24 bytes and runs
-// as fast, semiglobal 164 and runs 1.6x slower, global 60 and runs 1.13x
-// faster (1e12 cells, H100).
+// rows a lane take 94-118 registers at 2; at 3 local spills 24 bytes and runs
+// as fast, semiglobal 164 and runs 1.6x slower, global 44-60 and runs 1.13x
+// faster (1e12 cells, H100). 32 rows a lane take 128 registers at 2 (local
+// spills 8 bytes, global 52, semiglobal 200: benchmarks/NOTES.md, v11).
 template <int mode, bool want_tb>
-__global__ void __launch_bounds__(256, want_tb || mode == GLOBAL ? 3 : 2)
+__global__ void __launch_bounds__(256, want_tb || (mode == GLOBAL && pack_rows(mode) < 32) ? 3 : 2)
 fill2(
      const unsigned char* __restrict__ codes, const long long* __restrict__ offsets,
      const int* __restrict__ pair_row, const int* __restrict__ pair_col,
@@ -695,8 +728,8 @@ fill2(
      unsigned int* __restrict__ tb, const long long* __restrict__ off,
      int* __restrict__ out_score, int* __restrict__ out_ei, int* __restrict__ out_ej)
 {
-    constexpr int R = want_tb ? STRIPE : PACK_ROWS;
-    constexpr int G = want_tb ? PACK_TB_GROUP : PACK_GROUP;
+    constexpr int R = want_tb ? STRIPE : pack_rows(mode);
+    constexpr int G = want_tb ? PACK_TB_GROUP : pack_group(mode);
     typedef typename ProfileWord<R>::type Word;
     extern __shared__ int shared[];
     const int warp = (int)((blockIdx.x * blockDim.x + threadIdx.x) / 32);

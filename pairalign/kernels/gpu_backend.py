@@ -34,11 +34,15 @@ WIDE_STEPS_SCORE_ONLY: int | None = 1 << 11
 PACKED = True
 #: The same with traceback.
 PACKED_TRACEBACK = True
-#: Score-only packed pairs: query rows a lane (8 or 16) and lanes a group (4,
-#: 8, 16 or 32), a couple (one query, two targets) a group, the groups of a
-#: warp of one query.
-PACK_ROWS = 16
-PACK_GROUP = 8
+#: Score-only packed pairs, per mode: query rows a lane (8, 16 or 32) and lanes
+#: a group (4, 8, 16 or 32), a couple (one query, two targets) a group, the
+#: groups of a warp of one query. 32 x 4 shares a step's bookkeeping among
+#: twice the rows of 16 x 8 in bands of the same height (1e12 cells on the
+#: H100, GPU busy: local 0.391 to 0.356 s, global 0.343 to 0.318 s); in
+#: semiglobal mode, whose end-cell tracking takes more registers, it spills
+#: and runs 1.4x slower (benchmarks/NOTES.md, v11).
+PACK_SHAPES: dict[str, tuple[int, int]] = {"global": (32, 4), "semiglobal": (16, 8),
+                                           "local": (32, 4)}
 #: With traceback: 8 rows a lane (a word a column) and this many lanes a group.
 PACK_GROUP_TRACEBACK = 8
 #: Results come back through a pinned staging buffer (asynchronous copies, one
@@ -67,10 +71,10 @@ def _profile_fits(matrix: np.ndarray) -> bool:
     return matrix.shape[0] <= 24 and int(matrix.min()) >= -127 and int(matrix.max()) <= 127
 
 
-def _pack_shape(traceback: bool) -> tuple[int, int]:
+def _pack_shape(traceback: bool, mode: str) -> tuple[int, int]:
     """The packed kernel's query rows a lane and lanes a group (a couple each);
     with traceback, 8 rows (a word a column)."""
-    return (STRIPE, PACK_GROUP_TRACEBACK) if traceback else (PACK_ROWS, PACK_GROUP)
+    return (STRIPE, PACK_GROUP_TRACEBACK) if traceback else PACK_SHAPES[mode]
 
 
 def _carve(sizes) -> tuple[list[int], int]:
@@ -172,7 +176,9 @@ class GPUBackend:
         return f"gpu {self.devices[0]} ({props['name'].decode()})"
 
     def _module(self, dtype: np.dtype):
-        defines = (f"PACK_ROWS={PACK_ROWS}", f"PACK_GROUP={PACK_GROUP}",
+        shapes = [(f"PACK_ROWS_{mode.upper()}={rows}", f"PACK_GROUP_{mode.upper()}={group}")
+                  for mode, (rows, group) in PACK_SHAPES.items()]
+        defines = (*(d for pair in shapes for d in pair),
                    f"PACK_TB_GROUP={PACK_GROUP_TRACEBACK}", *DEFINES)
         key = (dtype, defines)
         mod = self._modules.get(key)
@@ -394,7 +400,7 @@ class GPUBackend:
                                traceback=job.traceback, wide_steps=limit,
                                fits16=job.scoring.fits_int16 if pack else None,
                                score_bytes=job.score_dtype(w).itemsize,
-                               couples_per_warp=32 // _pack_shape(job.traceback)[1])
+                               couples_per_warp=32 // _pack_shape(job.traceback, job.mode)[1])
             self._plans[w] = plan
         return plan
 
@@ -504,7 +510,7 @@ class GPUBackend:
             K = sc.matrix.shape[0]
             gaps = (np.int32(sc.gap_open), np.int32(sc.gap_extend), np.int32(NEG[dtype]))
             if npack:  # a couple per group, 8 warps per block, a query profile per warp
-                rows, group = _pack_shape(job.traceback)
+                rows, group = _pack_shape(job.traceback, job.mode)
                 pack_shared = 8 * (K + 1) * group * rows
                 nwarps = plan.couple_warps.size - 1
                 self._function(mod, f"fill2<{job.mode_code},{tb_flag}>", pack_shared)(
