@@ -5,16 +5,16 @@
 // diagonal, then E, then F, and stops at 0 in local mode; E and F prefer
 // opening; the end cell is the first best cell in row-major order.
 //
-// The traceback nibble of a cell holds four comparisons, each a sign bit in the
-// packed kernel: bit 0 "F over E" (e < f), bit 1 "H from a gap" (h != d, the
-// diagonal term), bit 2 "E extended", bit 3 "F extended". H's origin is the
-// diagonal without bit 1, else F with bit 0, else E. The local stop (H = 0) is
-// not stored: the walk carries the score back from the end cell (each move
-// undoes one term of the recurrence) and stops where H reaches 0.
+// The traceback holds four bits a cell, four comparisons: bit 0 "F over E"
+// (e < f), bit 1 "H from a gap" (h != d, the diagonal term), bit 2 "E
+// extended", bit 3 "F extended". H's origin is the diagonal without bit 1,
+// else F with bit 0, else E. The local stop (H = 0) is not stored: the walk
+// carries the score back from the end cell (each move undoes one term of the
+// recurrence) and stops where H reaches 0.
 //
 // A thread fills a stripe of STRIPE query rows held in registers, column by
-// column (struct Stripe); a stripe's 8 nibbles of one column make one 32-bit
-// traceback word. E and F are kept as E + go and F + go, so that each takes one
+// column (struct Stripe); a stripe's 8 cells of one column make one 32-bit
+// traceback word, in bit planes: bit k of row r at bit 8 k + r (tb_bits). E and F are kept as E + go and F + go, so that each takes one
 // DPX instruction: E'[i][j] = max(H[i][j-1], E'[i][j-1] - ge).
 //
 // A window's pairs are of two kinds, the wide ones first (wide pairs need a
@@ -139,9 +139,9 @@ struct Stripe {
                         : want_tb ? __vimax_s32_relu(d, ef - go)
                                   : __viaddmax_s32_relu(ef, -go, d);
             if (want_tb) {
-                word |= ((unsigned)(e < f) | ((unsigned)(h != d) << 1)
-                         | ((unsigned)(e != hl[r]) << 2) | ((unsigned)(f != hup) << 3))
-                        << (4 * r);
+                word |= ((unsigned)(e < f) | ((unsigned)(h != d) << 8)
+                         | ((unsigned)(e != hl[r]) << 16) | ((unsigned)(f != hup) << 24))
+                        << r;
             }
             diag = hl[r];
             hl[r] = h;
@@ -383,14 +383,18 @@ __device__ __forceinline__ unsigned max2_relu(unsigned a, unsigned b) {
     return r;
 }
 
-// Where a < b in each half: bits 15 and 31 (SIGNS), the signs of a - b.
-// PTX has no packed subtract on sm_90, but nvcc turns __vsub2 into one
-// VIADD.16x2 with b negated (FMA pipe); ~(~a + b) took two more ALU-pipe
-// instructions. Every difference the traceback takes is of two scores of real
-// cells, or of one and the NEG16 start of E and F, and the 16-bit bound keeps
-// it within 16 bits (|score| < 16,000 - go - ge; scoring.INT16_LIMIT).
-#define SIGNS 0x80008000u
-__device__ __forceinline__ unsigned lt2(unsigned a, unsigned b) { return __vsub2(a, b) & SIGNS; }
+// Where a < b in each half: the signs of __vsub2(a, b). PTX has no packed
+// subtract on sm_90, but nvcc turns __vsub2 into one VIADD.16x2 with b negated
+// (FMA pipe); ~(~a + b) took two more ALU-pipe instructions. Every difference
+// the traceback takes is of two scores of real cells, or of one and the NEG16
+// start of E and F, and the 16-bit bound keeps it within 16 bits (|score| <
+// 16,000 - go - ge; scoring.INT16_LIMIT). signs2: the signs of x's and y's
+// halves as bytes of 0 or 0xff, [x low, y low, x high, y high].
+__device__ __forceinline__ unsigned signs2(unsigned x, unsigned y) {
+    unsigned r;  // prmt, not __byte_perm: its selectors' sign bits replicate
+    asm("prmt.b32 %0, %1, %2, 0xfbd9;" : "=r"(r) : "r"(x), "r"(y));
+    return r;
+}
 
 // R rows a lane: 8 with traceback (a 32-bit word a column), 8, 16 or 32 without.
 template <int mode, bool want_tb, int R>
@@ -423,19 +427,22 @@ struct Stripe2 {
     // and two FMA-pipe adds (D, H - go): E and F are kept as they are, the
     // next column's E and the next row's F computed ahead.
     //
-    // With traceback, each cell's nibble (see the top of the file) is four
-    // sign bits of differences, in both halves at once: F extended where H
-    // above < F' - ge, E likewise from the left, h != d where d < max(E, F),
-    // and e < f; shifted into place and added (one LEA.HI each). Rows 0-3
-    // collect in `lo`, 4-7 in `hi`, nibble r % 4 of each half; w0 and w1 are
-    // the two pairs' words.
+    // With traceback, each cell's four bits (see the top of the file) are
+    // signs of differences, in both halves at once: e < f, h != d where d <
+    // max(E, F), E extended where H on the left < E' - ge, F likewise from
+    // above. One PRMT turns the signs of two differences into four bytes of
+    // 0 or 0xff (sign-replicating selectors), and one LOP3 keeps bit r of each
+    // (the word's bit planes): `p` collects bits 0 and 1, `q` bits 2 and 3, in
+    // bytes 0-1 for the low halves' pair and 2-3 for the high; w0 and w1 are
+    // the two pairs' words. The shift-and-add of each sign bit took two
+    // ALU-pipe instructions a comparison, this one.
     __device__ __forceinline__ void column(unsigned (&sub)[R], unsigned diag,
                                            unsigned& hup, unsigned& fup, unsigned go2,
                                            unsigned ge2, unsigned& w0, unsigned& w1) {
         sub[0] = add2(diag, sub[0]);
 #pragma unroll
         for (int r = 1; r < R; ++r) sub[r] = add2(hl[r - 1], sub[r]);
-        unsigned lo = 0, hi = 0;
+        unsigned p = 0, q = 0;
 #pragma unroll
         for (int r = 0; r < R; ++r) {
             if (!want_tb) {
@@ -452,9 +459,9 @@ struct Stripe2 {
                 const unsigned ef = max2(e, f);
                 const unsigned efg = add2(ef, go2);
                 const unsigned h = (mode == LOCAL) ? max2_relu(sub[r], efg) : max2(sub[r], efg);
-                const unsigned nib = lt2(hup, fug) + (lt2(hl[r], elg) >> 1)  // bits 15, 14
-                                   + (lt2(sub[r], efg) >> 2) + (lt2(e, f) >> 3);  // 13, 12
-                (r < 4 ? lo : hi) += nib >> (12 - 4 * (r % 4));
+                const unsigned plane = 0x01010101u << r;
+                p |= signs2(__vsub2(e, f), __vsub2(sub[r], efg)) & plane;
+                q |= signs2(__vsub2(hl[r], elg), __vsub2(hup, fug)) & plane;
                 hl[r] = h;
                 el[r] = e;
                 hup = h;
@@ -462,8 +469,8 @@ struct Stripe2 {
             }
         }
         if (want_tb) {
-            w0 = __byte_perm(lo, hi, 0x5410);
-            w1 = __byte_perm(lo, hi, 0x7632);
+            w0 = __byte_perm(p, q, 0x5410);
+            w1 = __byte_perm(p, q, 0x7632);
         }
     }
 
@@ -766,6 +773,12 @@ fill2(
     }
 }
 
+// The four bits of row r's cell from its stripe's traceback word (bit planes)
+__device__ __forceinline__ unsigned tb_bits(unsigned word, int r) {
+    const unsigned x = (word >> r) & 0x01010101u;
+    return (x | (x >> 7) | (x >> 14) | (x >> 21)) & 15u;
+}
+
 #define OP_MATCH 0
 #define OP_MISMATCH 1
 #define OP_INS 2
@@ -829,7 +842,7 @@ walk(
         const int s = (i - 1) / STRIPE;
         const long long word = wide ? ((s / g) * span + (j - 1) + s % g) * g + s % g
                                     : ((long long)s * span + (j - 1)) * 32;
-        const unsigned int t = (tbw[word] >> (4 * r)) & 15u;
+        const unsigned int t = tb_bits(tbw[word], r);
         if (state == 0) {
             if (mode == LOCAL && v == 0) break;
             if ((t & 2u) == 0u) {  // from the diagonal
