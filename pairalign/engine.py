@@ -126,10 +126,12 @@ def window_width(job: Job, backend: Backend, max_memory: int,
 # ---------------------------------------------------------------------------------
 
 
-def to_input(job: Job, batch: PairBatch) -> PairBatch:
-    """Map sorted positions to input indices; all-vs-all pairs seen from the lower index."""
+def to_input(job: Job, batch: PairBatch, own: bool = False) -> PairBatch:
+    """Map sorted positions to input indices; all-vs-all pairs seen from the
+    lower index. ``own``: ``batch`` is a window's, held by no one else (its
+    operation codes are reused)."""
     with _NUMBA:
-        return batch.oriented(job.rows.order, job.col_set.order, job.triangle)
+        return batch.oriented(job.rows.order, job.col_set.order, job.triangle, own_ops=own)
 
 
 def pair_rank(job: Job, batch: PairBatch) -> np.ndarray:
@@ -881,7 +883,7 @@ def iter_windows(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
             done += len(batch)
             cells_done += item.window.cells
             _call_progress(progress, done, total, cells_done, cells_total)
-            b = to_input(job, batch)
+            b = to_input(job, batch, own=True)
             if not ordered:
                 yield b
                 continue

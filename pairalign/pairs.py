@@ -87,11 +87,14 @@ class PairBatch:
         return PairBatch(**cols, op_offsets=offsets, op_code=code, op_len=length)
 
     def oriented(self, row_order: np.ndarray, col_order: np.ndarray,
-                 triangle: bool) -> "PairBatch":
+                 triangle: bool, own_ops: bool = False) -> "PairBatch":
         """The pairs with query and target mapped through ``row_order`` and
         ``col_order``; with ``triangle``, a pair whose query maps above its
         target is seen from the other side (query and target, their begins and
-        ends exchanged, insertions and deletions swapped). One parallel pass."""
+        ends exchanged, insertions and deletions swapped). One parallel pass.
+        With ``own_ops``, the operation codes are swapped in place (for a
+        batch no one else holds: a new array's first touch costs more than
+        the pass)."""
         from .kernels import batch_ops
 
         n = len(self)
@@ -99,7 +102,7 @@ class PairBatch:
                for name in ("query_begin", "query_end", "target_begin", "target_end")}
         query = np.empty(n, row_order.dtype)
         target = np.empty(n, col_order.dtype)
-        code = np.empty_like(self.op_code)
+        code = self.op_code if own_ops else np.empty_like(self.op_code)
         batch_ops.orient(row_order, col_order, triangle, self.query, self.target,
                          self.query_begin, self.query_end, self.target_begin,
                          self.target_end, self.op_offsets, self.op_code, query, target,

@@ -212,15 +212,18 @@ def fake_cupy():
     return SimpleNamespace(ascontiguousarray=lambda a: a, cuda=SimpleNamespace(runtime=runtime))
 
 
+@pytest.mark.parametrize("piece", [5, 4 << 20])
 @pytest.mark.parametrize("staging", [7, 64, 4099, 1 << 20])
-def test_download_through_staging_pieces(monkeypatch, staging):
+def test_download_through_staging_pieces(monkeypatch, staging, piece):
     """Arrays of several types, empty ones among them, pass through a staging
-    buffer smaller or larger than they are, cut mid-element: each comes back whole."""
+    buffer smaller or larger than they are, cut mid-element, and are copied
+    out of it in pieces on threads or whole: each comes back whole."""
     from types import SimpleNamespace
 
     monkeypatch.setattr(gpu_backend, "STAGING_BYTES", staging)
+    monkeypatch.setattr(gpu_backend, "COPY_PIECE", piece)
     be = object.__new__(GPUBackend)
-    be.cp, be.timings, be._pinned = fake_cupy(), {}, None
+    be.cp, be.timings, be._pinned, be._copiers = fake_cupy(), {}, None, None
     be._empty_pinned = lambda n: np.full(n, 0xAB, np.uint8)
     syncs = []
     be._host_stream = lambda: SimpleNamespace(ptr=0, synchronize=lambda: syncs.append(1))

@@ -180,7 +180,7 @@ def run_window_task(job: Job, token: str, w, kind: str = "auto",
     batch = PairBatch.concat(batches)
     if len(batch) != w.pairs:
         raise RuntimeError(f"worker returned {len(batch)} pairs for a window of {w.pairs}")
-    return to_input(job, batch), seconds, entry["label"]
+    return to_input(job, batch, own=True), seconds, entry["label"]
 
 
 def forget(token: str) -> int:
