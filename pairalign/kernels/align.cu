@@ -5,12 +5,15 @@
 // diagonal, then E, then F, and stops at 0 in local mode; E and F prefer
 // opening; the end cell is the first best cell in row-major order.
 //
-// The traceback holds four bits a cell, four comparisons: bit 0 "F over E"
-// (e < f), bit 1 "H from a gap" (h != d, the diagonal term), bit 2 "E
-// extended", bit 3 "F extended". H's origin is the diagonal without bit 1,
-// else F with bit 0, else E. The local stop (H = 0) is not stored: the walk
-// carries the score back from the end cell (each move undoes one term of the
-// recurrence) and stops where H reaches 0.
+// The traceback holds four bits a cell (i, j), four comparisons: bit 0 "F over
+// E" (E < F), bit 1 "H from a gap" (D < H, D the diagonal term), bit 2 "E of
+// the next cell, (i, j + 1), extends this one's" (E - ge > H - go), bit 3 "F
+// of the cell below, (i + 1, j), extends this one's". H's origin is the
+// diagonal without bit 1, else F with bit 0, else E; a gap run goes on while
+// the cell it reaches has its bit set (the walk reads each cell's word once).
+// The local stop (H = 0) is not stored: the walk carries the score back from
+// the end cell (each move undoes one term of the recurrence) and stops where H
+// reaches 0.
 //
 // A thread fills a stripe of STRIPE query rows held in registers, column by
 // column (struct Stripe); a stripe's 8 cells of one column make one 32-bit
@@ -138,9 +141,9 @@ struct Stripe {
             const int h = (mode != LOCAL) ? __viaddmax_s32(ef, -go, d)
                         : want_tb ? __vimax_s32_relu(d, ef - go)
                                   : __viaddmax_s32_relu(ef, -go, d);
-            if (want_tb) {
+            if (want_tb) {  // E' and F' of the next cells: max(X' - ge, h)
                 word |= ((unsigned)(e < f) | ((unsigned)(h != d) << 8)
-                         | ((unsigned)(e != hl[r]) << 16) | ((unsigned)(f != hup) << 24))
+                         | ((unsigned)(e - ge > h) << 16) | ((unsigned)(f - ge > h) << 24))
                         << r;
             }
             diag = hl[r];
@@ -377,17 +380,11 @@ __device__ __forceinline__ unsigned max2(unsigned a, unsigned b) {
     return r;
 }
 
-__device__ __forceinline__ unsigned max2_relu(unsigned a, unsigned b) {
-    unsigned r;
-    asm("max.s16x2.relu %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
-    return r;
-}
-
 // Where a < b in each half: the signs of __vsub2(a, b). PTX has no packed
 // subtract on sm_90, but nvcc turns __vsub2 into one VIADD.16x2 with b negated
 // (FMA pipe); ~(~a + b) took two more ALU-pipe instructions. Every difference
-// the traceback takes is of two scores of real cells, or of one and the NEG16
-// start of E and F, and the 16-bit bound keeps it within 16 bits (|score| <
+// the traceback takes is of two scores of cells (or of E and F one gap
+// away), and the 16-bit bound keeps it within 16 bits (|score| <
 // 16,000 - go - ge; scoring.INT16_LIMIT). signs2: the signs of x's and y's
 // halves as bytes of 0 or 0xff, [x low, y low, x high, y high].
 __device__ __forceinline__ unsigned signs2(unsigned x, unsigned y) {
@@ -403,16 +400,14 @@ struct Stripe2 {
                   "rows a lane: 8, or 16 or 32 score-only");
     unsigned hl[R], el[R];
 
-    // Score-only, el holds E of the next column's cell, E[i][j + 1], and F
-    // comes in as F of the stripe's first row and leaves as F of the row
-    // below its last; with traceback, el holds E' = E + go of this column's
-    // cell, and F comes in and leaves as F' = F + go of the row above.
+    // el holds E of the next column's cell, E[i][j + 1]; F comes in as F of
+    // the stripe's first row and leaves as F of the row below its last.
     __device__ __forceinline__ void start(int i0, int go, int ge) {
 #pragma unroll
         for (int r = 0; r < R; ++r) {
             const int h0 = (mode == GLOBAL) ? gap_boundary(i0 + r + 1, go, ge) : 0;
             hl[r] = pack2(h0);
-            el[r] = pack2(want_tb ? NEG16 : h0 - go);
+            el[r] = pack2(h0 - go);
         }
     }
 
@@ -422,20 +417,21 @@ struct Stripe2 {
     // the ALU pipe is what bounds this kernel, ncu: 84-87% busy). At 16 rows
     // nvcc schedules them later and copies the new H (IMAD.MOV, FMA pipe).
     //
-    // Score-only, a cell takes three ALU-pipe instructions, H = max3(D, E, F)
-    // and the next E and F, each max(X - ge, H - go) in one DPX instruction,
-    // and two FMA-pipe adds (D, H - go): E and F are kept as they are, the
-    // next column's E and the next row's F computed ahead.
+    // E and F are kept as they are, the next column's E and the next row's
+    // F computed ahead: a cell is H = max3(D, E, F) and the next E and F, each
+    // max(X - ge, H - go), on the ALU pipe, and adds (D, H - go) on the FMA
+    // pipe. Score-only, each of the next E and F is one DPX instruction; E' =
+    // E + go took a fourth maximum (and, with traceback, register copies).
     //
     // With traceback, each cell's four bits (see the top of the file) are
-    // signs of differences, in both halves at once: e < f, h != d where d <
-    // max(E, F), E extended where H on the left < E' - ge, F likewise from
-    // above. One PRMT turns the signs of two differences into four bytes of
-    // 0 or 0xff (sign-replicating selectors), and one LOP3 keeps bit r of each
-    // (the word's bit planes): `p` collects bits 0 and 1, `q` bits 2 and 3, in
-    // bytes 0-1 for the low halves' pair and 2-3 for the high; w0 and w1 are
-    // the two pairs' words. The shift-and-add of each sign bit took two
-    // ALU-pipe instructions a comparison, this one.
+    // signs of differences, in both halves at once: E - F, D - H, (H - go) -
+    // (E - ge) and (H - go) - (F - ge). One PRMT turns the signs of two
+    // differences into four bytes of 0 or 0xff (sign-replicating selectors),
+    // and one LOP3 keeps bit r of each (the word's bit planes): `p` collects
+    // bits 0 and 1, `q` bits 2 and 3, in bytes 0-1 for the low halves' pair
+    // and 2-3 for the high; w0 and w1 are the two pairs' words. The
+    // shift-and-add of each sign bit took two ALU-pipe instructions a
+    // comparison, this one.
     __device__ __forceinline__ void column(unsigned (&sub)[R], unsigned diag,
                                            unsigned& hup, unsigned& fup, unsigned go2,
                                            unsigned ge2, unsigned& w0, unsigned& w1) {
@@ -445,28 +441,22 @@ struct Stripe2 {
         unsigned p = 0, q = 0;
 #pragma unroll
         for (int r = 0; r < R; ++r) {
+            const unsigned h = (mode == LOCAL) ? __vimax3_s16x2_relu(sub[r], el[r], fup)
+                                               : __vimax3_s16x2(sub[r], el[r], fup);
+            const unsigned hg = add2(h, go2);
             if (!want_tb) {
-                const unsigned h = (mode == LOCAL) ? __vimax3_s16x2_relu(sub[r], el[r], fup)
-                                                   : __vimax3_s16x2(sub[r], el[r], fup);
-                const unsigned hg = add2(h, go2);
                 el[r] = __viaddmax_s16x2(el[r], ge2, hg);
                 fup = __viaddmax_s16x2(fup, ge2, hg);
-                hl[r] = h;
-                hup = h;
             } else {
-                const unsigned elg = add2(el[r], ge2), fug = add2(fup, ge2);
-                const unsigned e = max2(hl[r], elg), f = max2(hup, fug);
-                const unsigned ef = max2(e, f);
-                const unsigned efg = add2(ef, go2);
-                const unsigned h = (mode == LOCAL) ? max2_relu(sub[r], efg) : max2(sub[r], efg);
+                const unsigned eg = add2(el[r], ge2), fg = add2(fup, ge2);
                 const unsigned plane = 0x01010101u << r;
-                p |= signs2(__vsub2(e, f), __vsub2(sub[r], efg)) & plane;
-                q |= signs2(__vsub2(hl[r], elg), __vsub2(hup, fug)) & plane;
-                hl[r] = h;
-                el[r] = e;
-                hup = h;
-                fup = f;
+                p |= signs2(__vsub2(el[r], fup), __vsub2(sub[r], h)) & plane;
+                q |= signs2(__vsub2(hg, eg), __vsub2(hg, fg)) & plane;
+                el[r] = max2(eg, hg);
+                fup = max2(fg, hg);
             }
+            hl[r] = h;
+            hup = h;
         }
         if (want_tb) {
             w0 = __byte_perm(p, q, 0x5410);
@@ -577,7 +567,7 @@ __device__ __forceinline__ void fill_pack(
         for (int j = gl; j <= m; j += G) {
             const int h0 = mode == GLOBAL ? gap_boundary(j, go, ge) : 0;
             top_h[j] = pack2(h0);
-            top_f[j] = pack2(want_tb ? NEG16 : h0 - go);  // F' of row 0, or F of row 1
+            top_f[j] = pack2(h0 - go);  // F of row 1
         }
     }
     const unsigned go2 = pack2(-go), ge2 = pack2(-ge);
@@ -843,29 +833,31 @@ walk(
         const long long word = wide ? ((s / g) * span + (j - 1) + s % g) * g + s % g
                                     : ((long long)s * span + (j - 1)) * 32;
         const unsigned int t = tb_bits(tbw[word], r);
-        if (state == 0) {
-            if (mode == LOCAL && v == 0) break;
-            if ((t & 2u) == 0u) {  // from the diagonal
-                const int x = a[i - 1], y = b[j - 1];
-                ident += x == y;
-                runs.emit(x == y ? OP_MATCH : OP_MISMATCH, 1);
-                v -= matrix[x * K + y];
-                ++length; --i; --j;
-            } else {
-                state = (t & 1u) ? 2 : 1;  // F over E, else E
+        // in a gap run, reached from E(i, j + 1) (state 1) or F(i + 1, j)
+        // (state 2): it goes on from E or F here, or opened from H here
+        if (state != 0) {
+            if (t & (state == 1 ? 4u : 8u)) {
+                v += ge;
+                runs.emit(state == 1 ? OP_DEL : OP_INS, 1); ++length;
+                if (state == 1) --j; else --i;
+                continue;
             }
-        } else if (state == 1) {  // E(i, j) = E(i, j - 1) - ge, or H(i, j - 1) - go
-            runs.emit(OP_DEL, 1); ++length;
-            const bool extended = (t >> 2) & 1u;
-            v += extended ? ge : go;
-            if (!extended) state = 0;
-            --j;
+            v += go;
+            state = 0;
+        }
+        if (mode == LOCAL && v == 0) break;
+        if ((t & 2u) == 0u) {  // from the diagonal
+            const int x = a[i - 1], y = b[j - 1];
+            ident += x == y;
+            runs.emit(x == y ? OP_MATCH : OP_MISMATCH, 1);
+            v -= matrix[x * K + y];
+            ++length; --i; --j;
+        } else if (t & 1u) {  // F over E: H(i, j) = F(i, j), a gap in the target
+            runs.emit(OP_INS, 1); ++length; --i;
+            state = 2;
         } else {
-            runs.emit(OP_INS, 1); ++length;
-            const bool extended = (t >> 3) & 1u;
-            v += extended ? ge : go;
-            if (!extended) state = 0;
-            --i;
+            runs.emit(OP_DEL, 1); ++length; --j;
+            state = 1;
         }
     }
     runs.flush();
