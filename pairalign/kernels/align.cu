@@ -769,6 +769,7 @@ __device__ __forceinline__ unsigned tb_bits(unsigned word, int r) {
     return (x | (x >> 7) | (x >> 14) | (x >> 21)) & 15u;
 }
 
+#define WALK_AHEAD 8  // traceback words a walk loads at once (see walk)
 #define OP_MATCH 0
 #define OP_MISMATCH 1
 #define OP_INS 2
@@ -820,6 +821,18 @@ walk(
     // end cell (H = 0 is where the alignment starts; see the top of the file)
     int v = score[p];
     Runs runs{op_code, op_len, op_off[p], 255, 0};
+    // the words of the current stripe from column j leftwards, loaded WALK_AHEAD
+    // at a time: a walk goes at most a column left a step, so it waits for
+    // memory once a stripe or WALK_AHEAD columns instead of at every step
+    unsigned ahead[WALK_AHEAD];
+    int ahead_s = -1, ahead_n = 0;  // their stripe, and how many are left
+    const long long column_words = wide ? g : 32;  // from a column's word to the next's
+    auto left = [&]() {  // one column left: the next word moves up
+#pragma unroll
+        for (int k = 0; k + 1 < WALK_AHEAD; ++k) ahead[k] = ahead[k + 1];
+        --ahead_n;
+        --j;
+    };
     while (true) {
         if (i == 0 || j == 0) {
             if (mode == GLOBAL) {
@@ -830,16 +843,23 @@ walk(
         }
         const int r = (i - 1) % STRIPE;
         const int s = (i - 1) / STRIPE;
-        const long long word = wide ? ((s / g) * span + (j - 1) + s % g) * g + s % g
-                                    : ((long long)s * span + (j - 1)) * 32;
-        const unsigned int t = tb_bits(tbw[word], r);
+        if (s != ahead_s || ahead_n == 0) {
+            const long long word = wide ? ((s / g) * span + (j - 1) + s % g) * g + s % g
+                                        : ((long long)s * span + (j - 1)) * 32;
+#pragma unroll
+            for (int k = 0; k < WALK_AHEAD; ++k)
+                ahead[k] = j - k >= 1 ? tbw[word - k * column_words] : 0u;
+            ahead_s = s;
+            ahead_n = WALK_AHEAD;
+        }
+        const unsigned int t = tb_bits(ahead[0], r);
         // in a gap run, reached from E(i, j + 1) (state 1) or F(i + 1, j)
         // (state 2): it goes on from E or F here, or opened from H here
         if (state != 0) {
             if (t & (state == 1 ? 4u : 8u)) {
                 v += ge;
                 runs.emit(state == 1 ? OP_DEL : OP_INS, 1); ++length;
-                if (state == 1) --j; else --i;
+                if (state == 1) left(); else --i;
                 continue;
             }
             v += go;
@@ -851,12 +871,12 @@ walk(
             ident += x == y;
             runs.emit(x == y ? OP_MATCH : OP_MISMATCH, 1);
             v -= matrix[x * K + y];
-            ++length; --i; --j;
+            ++length; --i; left();
         } else if (t & 1u) {  // F over E: H(i, j) = F(i, j), a gap in the target
             runs.emit(OP_INS, 1); ++length; --i;
             state = 2;
         } else {
-            runs.emit(OP_DEL, 1); ++length; --j;
+            runs.emit(OP_DEL, 1); ++length; left();
             state = 1;
         }
     }
