@@ -287,13 +287,15 @@ template <> struct ProfileWord<32> { typedef uint8x32 type; };
 template <int R, int G>
 __device__ __forceinline__ void build_profile(const int* matrix, int K, int entries,
                                               typename ProfileWord<R>::type* prof,
-                                              const unsigned char* a, int n, int band, int lane) {
+                                              const unsigned char* a, int n, int band, int lane,
+                                              int pad = 0) {
     for (int k = lane; k < entries * G; k += 32) {
-        const int t = k / G, i0 = (band * G + k % G) * R;
+        const int t = k / G, i0 = (band * G + k % G) * R - pad;
         unsigned w[R / 4] = {};
 #pragma unroll
         for (int r = 0; r < R; ++r) {
-            const int v = (t < K && i0 + r < n) ? matrix[a[i0 + r] * K + t] : -128;
+            const int v = (t < K && i0 + r < n) ? (i0 + r < 0 ? 0 : matrix[a[i0 + r] * K + t])
+                                                : -128;
             w[r / 4] |= ((unsigned)v & 0xffu) << (8 * (r % 4));
         }
         typename ProfileWord<R>::type word;
@@ -398,6 +400,12 @@ template <int mode, bool want_tb, int R>
 struct Stripe2 {
     static_assert(R == 8 || ((R == 16 || R == 32) && !want_tb),
                   "rows a lane: 8, or 16 or 32 score-only");
+    // Score-only semiglobal, fill_pack pads the query on top (rows of score
+    // 0, which repeat the boundary row H = 0) so that row n is the last row
+    // of a stripe: its end-cell tracking reads hl[R - 1] instead of choosing
+    // among R rows every column (which took registers enough to spill at 32
+    // rows a lane).
+    static constexpr bool top_pad = mode == SEMIGLOBAL && !want_tb;
     unsigned hl[R], el[R];
 
     // el holds E of the next column's cell, E[i][j + 1]; F comes in as F of
@@ -506,12 +514,18 @@ struct Stripe2 {
                 if (j > mk) continue;
                 if (mode == SEMIGLOBAL) {
                     if (last) {
-                        offer(half(row(n - 1 - i0), k), n, j, best[k], bi[k], bj[k]);
+                        const unsigned hn = top_pad ? hl[R - 1] : row(n - 1 - i0);
+                        offer(half(hn, k), n, j, best[k], bi[k], bj[k]);
                     }
-                    if (j == mk) {
+                    if (j == mk) {  // column m: its best row (the first of equals)
+                        int c = NEG16, rf = -1;
 #pragma unroll
-                        for (int r = 0; r < R; ++r)
-                            if (i0 + r + 1 < n) offer(half(hl[r], k), i0 + r + 1, mk, best[k], bi[k], bj[k]);
+                        for (int r = R - 1; r >= 0; --r) {
+                            const int i = i0 + r + 1;  // below 1: the top pad
+                            const int x = half(hl[r], k);
+                            if (i >= 1 && i < n && x >= c) { c = x; rf = r; }
+                        }
+                        if (rf >= 0) offer(c, i0 + rf + 1, mk, best[k], bi[k], bj[k]);
                     }
                 } else if (last && j == mk) {
                     best[k] = half(row(n - 1 - i0), k); bi[k] = n; bj[k] = mk;
@@ -572,14 +586,17 @@ __device__ __forceinline__ void fill_pack(
     }
     const unsigned go2 = pack2(-go), ge2 = pack2(-ge);
     unsigned floor = 0;
-    const int nstripes = (n + R - 1) / R;
+    // rows of the top pad (see Stripe2::top_pad); i0 below is a lane's first
+    // row in the query, negative in the pad
+    const int pad = Stripe2<mode, want_tb, R>::top_pad ? (R - n % R) % R : 0;
+    const int nstripes = (n + pad + R - 1) / R;
     Stripe2<mode, want_tb, R> st;
     for (int band = 0; band * G < nstripes; ++band) {
         __syncwarp();
-        const int i0 = (band * G + gl) * R;
+        const int i0 = (band * G + gl) * R - pad;
         const int last = min(G - 1, nstripes - 1 - band * G);  // the band's last lane
         st.start(i0, go, ge);
-        build_profile<R, G>(matrix, K, K + 1, prof, a, n, band, lane);
+        build_profile<R, G>(matrix, K, K + 1, prof, a, n, band, lane, pad);
         __syncwarp();
         unsigned diag = pack2((mode == GLOBAL) ? gap_boundary(i0, go, ge) : 0);
         unsigned out_h = 0, out_f = pack2(NEG16);

@@ -38,10 +38,9 @@ PACKED_TRACEBACK = True
 #: a group (4, 8, 16 or 32), a couple (one query, two targets) a group, the
 #: groups of a warp of one query. 32 x 4 shares a step's bookkeeping among
 #: twice the rows of 16 x 8 in bands of the same height (1e12 cells on the
-#: H100, GPU busy: local 0.391 to 0.356 s, global 0.343 to 0.318 s); in
-#: semiglobal mode, whose end-cell tracking takes more registers, it spills
-#: and runs 1.4x slower (benchmarks/NOTES.md, v11).
-PACK_SHAPES: dict[str, tuple[int, int]] = {"global": (32, 4), "semiglobal": (16, 8),
+#: H100, GPU busy: local 0.391 to 0.356 s, global 0.343 to 0.318 s;
+#: benchmarks/NOTES.md, v11).
+PACK_SHAPES: dict[str, tuple[int, int]] = {"global": (32, 4), "semiglobal": (32, 4),
                                            "local": (32, 4)}
 #: With traceback: 8 rows a lane (a word a column) and this many lanes a group.
 PACK_GROUP_TRACEBACK = 8
