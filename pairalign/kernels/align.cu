@@ -423,7 +423,8 @@ struct Stripe2 {
     // diagonal terms come first, from the previous column's H before any is
     // overwritten: at 8 rows no register copies (ALU-pipe PRMTs on nvcc 13;
     // the ALU pipe is what bounds this kernel, ncu: 84-87% busy). At 16 rows
-    // nvcc schedules them later and copies the new H (IMAD.MOV, FMA pipe).
+    // nvcc schedules them later and copies the new H (IMAD.MOV, FMA pipe; at 32
+    // rows 32 copies a step: benchmarks/NOTES.md, v11).
     //
     // E and F are kept as they are, the next column's E and the next row's
     // F computed ahead: a cell is H = max3(D, E, F) and the next E and F, each
