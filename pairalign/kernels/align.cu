@@ -731,7 +731,7 @@ fill(
 // rows a lane take 94-118 registers at 2; at 3 local spills 24 bytes and runs
 // as fast, semiglobal 164 and runs 1.6x slower, global 44-60 and runs 1.13x
 // faster (1e12 cells, H100). 32 rows a lane take 128 registers at 2 (local
-// spills 8 bytes, global 52, semiglobal 200: benchmarks/NOTES.md, v11).
+// spills 8 bytes, global 52, semiglobal 32 with its top pad: NOTES.md, v11).
 template <int mode, bool want_tb>
 __global__ void __launch_bounds__(256, want_tb || (mode == GLOBAL && pack_rows(mode) < 32) ? 3 : 2)
 fill2(
