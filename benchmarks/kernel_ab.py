@@ -4,7 +4,8 @@ and settings of ``gpu_backend``.
     python benchmarks/kernel_ab.py [--cells 1e12] [--variant NAME=ITEM,ITEM ...]
 
 An item ``DEF`` defines a macro; ``ATTR=VALUE`` sets ``gpu_backend.ATTR`` (an
-integer, True, False or None) for that variant.
+integer, True, False or None) for that variant; ``SHAPE=RxG`` sets the packed
+score-only kernel's shape (rows a lane, lanes a group) in the run's mode.
 
 Each variant runs the proteome all-vs-all (local, BLOSUM62 11/1) with and without
 traceback and, with ``--cells``, a scaled score-only workload; best of ``--reps``
@@ -30,8 +31,12 @@ from pairalign.scoring import Scoring  # noqa: E402
 
 def run(be, seqs, tb, items, mode="local"):
     gb.DEFINES = tuple(i for i in items if "=" not in i)
+    gb.PACK_SHAPES = dict(DEFAULT_SHAPES)
     for item in items:
-        if "=" in item:
+        if item.startswith("SHAPE="):
+            rows, group = item.partition("=")[2].split("x")
+            gb.PACK_SHAPES[mode] = (int(rows), int(group))
+        elif "=" in item:
             attr, _, value = item.partition("=")
             parsed = {"None": None, "True": True, "False": False}
             setattr(gb, attr, parsed[value] if value in parsed else int(value))
@@ -52,6 +57,7 @@ def run(be, seqs, tb, items, mode="local"):
 
 
 ALLOC = {"calls": 0, "seconds": 0.0, "slow": 0}
+DEFAULT_SHAPES = dict(gb.PACK_SHAPES)
 
 
 def trace_allocations() -> None:
@@ -92,7 +98,7 @@ def main() -> None:
         variants.append((name, items))
         for item in items:
             attr = item.partition("=")[0]
-            if "=" in item and attr not in base_settings:
+            if "=" in item and attr != "SHAPE" and attr not in base_settings:
                 base_settings[attr] = getattr(gb, attr)
     variants[0] = ("base", tuple(f"{k}={v}" for k, v in base_settings.items()))
     be = gb.GPUBackend()
