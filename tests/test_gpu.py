@@ -90,15 +90,17 @@ def warp_sequences():
             for k, n in enumerate(lengths)]
 
 
-@pytest.mark.parametrize("rows,group,tb_group", [(8, 32, 32), (8, 8, 16), (16, 16, 4),
-                                                 (16, 4, 32), (32, 4, 8), (32, 8, 8)])
-def test_packed_kernel_shapes(monkeypatch, rows, group, tb_group):
+@pytest.mark.parametrize("rows,group,tb_rows,tb_group", [
+    (8, 32, 8, 32), (8, 8, 16, 16), (16, 16, 8, 4), (16, 4, 16, 32), (32, 4, 16, 8),
+    (32, 8, 8, 8)])
+def test_packed_kernel_shapes(monkeypatch, rows, group, tb_rows, tb_group):
     """Every pair packed, in each shape the packed kernel takes: rows a lane,
     lanes a group without traceback and with (the couples' word layout)."""
     monkeypatch.setattr(gpu_backend, "WIDE_STEPS", 0)
     monkeypatch.setattr(gpu_backend, "WIDE_STEPS_SCORE_ONLY", 0)
     monkeypatch.setattr(gpu_backend, "PACK_SHAPES",
                         dict.fromkeys(("global", "semiglobal", "local"), (rows, group)))
+    monkeypatch.setattr(gpu_backend, "PACK_ROWS_TRACEBACK", tb_rows)
     monkeypatch.setattr(gpu_backend, "PACK_GROUP_TRACEBACK", tb_group)
     seqs = warp_sequences()
     for mode in ("global", "semiglobal", "local"):

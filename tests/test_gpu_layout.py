@@ -31,14 +31,15 @@ def fits_below(limit):
 
 
 def expanded(rows_len, cols_len, w, traceback, steps=STEPS, fits16=None, score_bytes=2,
-             col_base=0, per_warp=1):
+             col_base=0, per_warp=1, stripes=1):
     plan = plan_window(rows_len, cols_len, w, traceback=traceback, wide_steps=steps,
-                       fits16=fits16, score_bytes=score_bytes, couples_per_warp=per_warp)
+                       fits16=fits16, score_bytes=score_bytes, couples_per_warp=per_warp,
+                       couple_stripes=stripes)
     return plan, expand(plan, rows_len, cols_len, col_base, traceback)
 
 
 def check_plan(plan, lay, rows_len, cols_len, w, traceback, steps, fits16, col_base=0,
-               per_warp=1):
+               per_warp=1, stripes=1):
     """Every pair once, in the launch order of gpu_layout's docstring, with
     buffers that neither overlap nor fall short of what the kernels write."""
     r, c = lay["rows"].astype(np.int64), lay["cols"].astype(np.int64) - col_base
@@ -93,8 +94,9 @@ def check_plan(plan, lay, rows_len, cols_len, w, traceback, steps, fits16, col_b
     off, boff = lay["off"], lay["boff"]
     f = 4 // plan.score_bytes
     lanes = np.where(np.arange(nwide) < npack, 32 // per_warp, 32)
-    bands = ((n[:nwide] + 7) // 8 + lanes - 1) // lanes
-    tb = bands * (m[:nwide] + lanes - 1) * lanes if traceback else 0 * n[:nwide]
+    per_band = lanes * np.where(np.arange(nwide) < npack, stripes, 1)  # stripes a band
+    bands = ((n[:nwide] + 7) // 8 + per_band - 1) // per_band
+    tb = bands * (m[:nwide] + lanes - 1) * per_band if traceback else 0 * n[:nwide]
     assert np.array_equal(np.diff(off[:nwide + 1]), tb)
     bnd = m[:nwide] + 1
     bnd[a] = f * (m[a] + 1)
@@ -131,8 +133,9 @@ def check_plan(plan, lay, rows_len, cols_len, w, traceback, steps, fits16, col_b
 @pytest.mark.parametrize("triangle", [False, True])
 @pytest.mark.parametrize("longest", [300, 900])
 @pytest.mark.parametrize("traceback", [False, True])
-@pytest.mark.parametrize("per_warp", [1, 4])
-def test_plan_orders_pairs_and_sizes_buffers(seed, triangle, longest, traceback, per_warp):
+@pytest.mark.parametrize("per_warp,stripes", [(1, 1), (4, 1), (4, 2)])
+def test_plan_orders_pairs_and_sizes_buffers(seed, triangle, longest, traceback, per_warp,
+                                             stripes):
     rng = np.random.default_rng(seed)
     count = 150
     rows_len = lengths_sorted(rng, count, longest)
@@ -144,10 +147,10 @@ def test_plan_orders_pairs_and_sizes_buffers(seed, triangle, longest, traceback,
     fits16 = fits_below(int(np.quantile(cols_len[w.c0:w.c1], 0.8)))
     plan, lay = expanded(rows_len, cols_len, w, traceback, steps, fits16,
                          score_bytes=2 if seed % 2 else 4, col_base=0 if triangle else count,
-                         per_warp=per_warp)
+                         per_warp=per_warp, stripes=stripes)
     assert plan.npack and plan.nwide > plan.npack and plan.npairs > plan.nwide
     check_plan(plan, lay, rows_len, cols_len, w, traceback, steps, fits16,
-               col_base=0 if triangle else count, per_warp=per_warp)
+               col_base=0 if triangle else count, per_warp=per_warp, stripes=stripes)
 
 
 @pytest.mark.parametrize("steps", [None, 1, 1 << 40])
@@ -185,8 +188,9 @@ def test_plan_of_a_job_sizes_windows_without_a_device(traceback):
         assert be.window_bytes(job, w) == gpu_backend.window_bytes(plan, traceback)
         lay = expand(plan, lengths, lengths, 0, traceback)
         steps = gpu_backend.WIDE_STEPS if traceback else gpu_backend.WIDE_STEPS_SCORE_ONLY
+        rows, group = gpu_backend._pack_shape(traceback, job.mode)
         check_plan(plan, lay, lengths, lengths, w, traceback, steps, job.scoring.fits_int16,
-                   per_warp=32 // gpu_backend._pack_shape(traceback, job.mode)[1])
+                   per_warp=32 // group, stripes=rows // 8 if traceback else 1)
         assert plan.npairs == w.pairs
         packed += plan.npack
         unpacked += plan.nwide - plan.npack
@@ -261,9 +265,9 @@ def test_plan_refuses_unsorted_lengths():
                         st.integers(1, 70)),
        steps=st.one_of(st.none(), st.integers(1, 3000)), fit=st.integers(0, 400),
        traceback=st.booleans(), score_bytes=st.sampled_from([2, 4]),
-       per_warp=st.sampled_from([1, 2, 4, 8]))
+       per_warp=st.sampled_from([1, 2, 4, 8]), stripes=st.sampled_from([1, 2]))
 def test_plan_holds_for_any_window(lengths, cols, corner, steps, fit, traceback, score_bytes,
-                                   per_warp):
+                                   per_warp, stripes):
     """Ties, lengths of 1, rows with no pairs, windows of one row or column,
     every pair wide or none: the same rules as above."""
     rows_len = np.sort(np.array(lengths, np.int64))[::-1]
@@ -274,6 +278,8 @@ def test_plan_holds_for_any_window(lengths, cols, corner, steps, fit, traceback,
                0, 0)
     fits16 = fits_below(fit)
     plan, lay = expanded(rows_len, cols_len, w, traceback, steps, fits16, score_bytes,
-                         col_base=0 if cols is None else len(rows_len), per_warp=per_warp)
+                         col_base=0 if cols is None else len(rows_len), per_warp=per_warp,
+                         stripes=stripes)
     check_plan(plan, lay, rows_len, cols_len, w, traceback, steps, fits16,
-               col_base=0 if cols is None else len(rows_len), per_warp=per_warp)
+               col_base=0 if cols is None else len(rows_len), per_warp=per_warp,
+               stripes=stripes)

@@ -41,7 +41,10 @@
 // - packed pairs (wide, scores within 16 bits): two pairs of one query per
 //   group of lanes, the groups of a warp of one query, launched first on their
 //   own (fill2, see fill_pack); with traceback, each pair's words in the wide
-//   layout above with bands of PACK_TB_GROUP lanes instead of 32.
+//   layout above with bands of PACK_TB_GROUP lanes of TB_STRIPES stripes each
+//   instead of 32 lanes of one: with gs = PACK_TB_GROUP * TB_STRIPES, word
+//   (s, j) at ((s / gs) * (m + PACK_TB_GROUP - 1) + (j - 1) + l) * gs + s % gs,
+//   where l = (s % gs) / TB_STRIPES is the lane that fills it.
 //
 // SCORE, the type of the stored boundary row, is int, or short where every score
 // fits (the host checks the bound): half the bytes moved per stripe.
@@ -58,9 +61,10 @@
 #endif
 
 // The packed kernel's shape: without traceback, rows a lane (8, 16 or 32) and
-// lanes a group (4, 8, 16 or 32) per mode; with traceback 8 rows a lane and
-// PACK_TB_GROUP lanes, which lay out the couples' words (see walk). The host
-// passes them (gpu_backend.PACK_SHAPES, PACK_GROUP_TRACEBACK).
+// lanes a group (4, 8, 16 or 32) per mode; with traceback PACK_TB_ROWS rows a
+// lane (8 or 16: a word a stripe of 8 a column) and PACK_TB_GROUP lanes, which
+// lay out the couples' words (see walk). The host passes them
+// (gpu_backend.PACK_SHAPES, PACK_ROWS_TRACEBACK, PACK_GROUP_TRACEBACK).
 #ifndef PACK_ROWS_GLOBAL
 #define PACK_ROWS_GLOBAL 16
 #define PACK_GROUP_GLOBAL 8
@@ -74,7 +78,17 @@
 #define PACK_GROUP_LOCAL 8
 #endif
 #ifndef PACK_TB_GROUP
-#define PACK_TB_GROUP 8  // with traceback: 8 rows a lane, this many lanes a group
+#define PACK_TB_GROUP 8
+#endif
+#ifndef PACK_TB_ROWS
+#define PACK_TB_ROWS 8
+#endif
+#define TB_STRIPES (PACK_TB_ROWS / STRIPE)  // stripes a lane of the packed kernel
+// The packed kernel's blocks a SM with traceback: 16 rows a lane take 104-110
+// registers at 2 and spill 36-60 bytes at 3 (80 registers), and run a little
+// faster at 2 (NOTES.md, v12); 8 rows take 80 at 3 without spills.
+#ifndef PACK_TB_BLOCKS
+#define PACK_TB_BLOCKS (PACK_TB_ROWS == 16 ? 2 : 3)
 #endif
 
 __host__ __device__ constexpr int pack_rows(int mode) {
@@ -395,11 +409,12 @@ __device__ __forceinline__ unsigned signs2(unsigned x, unsigned y) {
     return r;
 }
 
-// R rows a lane: 8 with traceback (a 32-bit word a column), 8, 16 or 32 without.
+// R rows a lane: 8 or 16 with traceback (a 32-bit word a column per 8 rows), 8,
+// 16 or 32 without.
 template <int mode, bool want_tb, int R>
 struct Stripe2 {
-    static_assert(R == 8 || ((R == 16 || R == 32) && !want_tb),
-                  "rows a lane: 8, or 16 or 32 score-only");
+    static_assert(R == 8 || R == 16 || (R == 32 && !want_tb),
+                  "rows a lane: 8 or 16, or 32 score-only");
     // Score-only semiglobal, fill_pack pads the query on top (rows of score
     // 0, which repeat the boundary row H = 0) so that row n is the last row
     // of a stripe: its end-cell tracking reads hl[R - 1] instead of choosing
@@ -443,11 +458,12 @@ struct Stripe2 {
     // comparison, this one.
     __device__ __forceinline__ void column(unsigned (&sub)[R], unsigned diag,
                                            unsigned& hup, unsigned& fup, unsigned go2,
-                                           unsigned ge2, unsigned& w0, unsigned& w1) {
+                                           unsigned ge2, unsigned (&w0)[R / 8],
+                                           unsigned (&w1)[R / 8]) {
         sub[0] = add2(diag, sub[0]);
 #pragma unroll
         for (int r = 1; r < R; ++r) sub[r] = add2(hl[r - 1], sub[r]);
-        unsigned p = 0, q = 0;
+        unsigned p[R / 8] = {}, q[R / 8] = {};  // a stripe of 8 rows each
 #pragma unroll
         for (int r = 0; r < R; ++r) {
             const unsigned h = (mode == LOCAL) ? __vimax3_s16x2_relu(sub[r], el[r], fup)
@@ -458,9 +474,9 @@ struct Stripe2 {
                 fup = __viaddmax_s16x2(fup, ge2, hg);
             } else {
                 const unsigned eg = add2(el[r], ge2), fg = add2(fup, ge2);
-                const unsigned plane = 0x01010101u << r;
-                p |= signs2(__vsub2(el[r], fup), __vsub2(sub[r], h)) & plane;
-                q |= signs2(__vsub2(hg, eg), __vsub2(hg, fg)) & plane;
+                const unsigned plane = 0x01010101u << (r % 8);
+                p[r / 8] |= signs2(__vsub2(el[r], fup), __vsub2(sub[r], h)) & plane;
+                q[r / 8] |= signs2(__vsub2(hg, eg), __vsub2(hg, fg)) & plane;
                 el[r] = max2(eg, hg);
                 fup = max2(fg, hg);
             }
@@ -468,8 +484,11 @@ struct Stripe2 {
             hup = h;
         }
         if (want_tb) {
-            w0 = __byte_perm(p, q, 0x5410);
-            w1 = __byte_perm(p, q, 0x7632);
+#pragma unroll
+            for (int k = 0; k < R / 8; ++k) {
+                w0[k] = __byte_perm(p[k], q[k], 0x5410);
+                w1[k] = __byte_perm(p[k], q[k], 0x7632);
+            }
         }
     }
 
@@ -558,7 +577,7 @@ __device__ __forceinline__ unsigned word_at(const uint4& w, int k) {
 }
 
 // Two pairs of one query (see above) on a group of G lanes of R rows each (R =
-// 8 with traceback); a warp holds 32 / G groups, a couple each, all of one
+// PACK_TB_ROWS with traceback); a warp holds 32 / G groups, a couple each, all of one
 // query. Short queries fill more of a group's band than of a warp's, a lane's
 // per-column work (shuffles, profile and bound bookkeeping) is shared by R
 // rows, and a band's first and last lanes wait G - 1 steps instead of 31. The warp runs until its
@@ -612,8 +631,9 @@ __device__ __forceinline__ void fill_pack(
         const int group_steps = m + last;
         const int steps = G == 32 ? group_steps
                                   : (int)__reduce_max_sync(FULL, (unsigned)group_steps);
-        unsigned* const band0 = tb0 + (long long)band * (m0 + G - 1) * G + gl;
-        unsigned* const band1 = tb1 + (long long)band * (m1 + G - 1) * G + gl;
+        constexpr int S = R / 8;  // stripes a lane: words a step
+        unsigned* const band0 = tb0 + ((long long)band * (m0 + G - 1) * G + gl) * S;
+        unsigned* const band1 = tb1 + ((long long)band * (m1 + G - 1) * G + gl) * S;
         for (int t = 0; t < steps; ++t) {
             unsigned hup, fup;
             above.step(top_h, top_f, t, gl, m, out_h, out_f, hup, fup);
@@ -636,15 +656,20 @@ __device__ __forceinline__ void fill_pack(
                     asm("prmt.b32 %0, %1, %2, %3;" : "=r"(sub[r])
                         : "r"(word_at(p0, r / 4)), "r"(word_at(p1, r / 4)), "r"(sel));
                 }
-                unsigned w0, w1;
+                unsigned w0[R / 8], w1[R / 8];
                 st.column(sub, d0, hup, fup, go2, ge2, w0, w1);
                 st.track(i0, j, n, m0, m1, floor, best, bi, bj);
                 out_h = hup;
                 out_f = fup;
                 if (gl == last) { top_h[j] = hup; top_f[j] = fup; }
                 if (want_tb) {
-                    if (j <= m0) band0[t * G] = w0;
-                    if (j <= m1) band1[t * G] = w1;
+                    if (S == 2) {  // one 8-byte store a pair
+                        if (j <= m0) *reinterpret_cast<uint2*>(band0 + t * G * S) = make_uint2(w0[0], w0[S - 1]);
+                        if (j <= m1) *reinterpret_cast<uint2*>(band1 + t * G * S) = make_uint2(w1[0], w1[S - 1]);
+                    } else {
+                        if (j <= m0) band0[t * G] = w0[0];
+                        if (j <= m1) band1[t * G] = w1[0];
+                    }
                 }
             }
         }
@@ -727,13 +752,14 @@ fill(
 // one query; the boundary rows at boff[2c], each pair's traceback words at
 // off[p]. A launch of its own, so that its registers do not bound those of
 // fill. Blocks per SM (registers per thread: 80 at 3, 128 at 2): with
-// traceback 3 (75-80 registers; semiglobal spills 8 bytes). Score-only, 16
+// traceback PACK_TB_BLOCKS. Score-only, 16
 // rows a lane take 94-118 registers at 2; at 3 local spills 24 bytes and runs
 // as fast, semiglobal 164 and runs 1.6x slower, global 44-60 and runs 1.13x
 // faster (1e12 cells, H100). 32 rows a lane take 128 registers at 2 (local
 // spills 8 bytes, global 52, semiglobal 32 with its top pad: NOTES.md, v11).
 template <int mode, bool want_tb>
-__global__ void __launch_bounds__(256, want_tb || (mode == GLOBAL && pack_rows(mode) < 32) ? 3 : 2)
+__global__ void __launch_bounds__(256, want_tb ? PACK_TB_BLOCKS
+                                      : mode == GLOBAL && pack_rows(mode) < 32 ? 3 : 2)
 fill2(
      const unsigned char* __restrict__ codes, const long long* __restrict__ offsets,
      const int* __restrict__ pair_row, const int* __restrict__ pair_col,
@@ -743,7 +769,7 @@ fill2(
      unsigned int* __restrict__ tb, const long long* __restrict__ off,
      int* __restrict__ out_score, int* __restrict__ out_ei, int* __restrict__ out_ej)
 {
-    constexpr int R = want_tb ? STRIPE : pack_rows(mode);
+    constexpr int R = want_tb ? PACK_TB_ROWS : pack_rows(mode);
     constexpr int G = want_tb ? PACK_TB_GROUP : pack_group(mode);
     typedef typename ProfileWord<R>::type Word;
     extern __shared__ int shared[];
@@ -827,9 +853,11 @@ walk(
     const unsigned char* b = codes + toff;
     const bool wide = p < nwide;
     const int q = p - nwide;
-    // word (stripe s, column j): wide pairs by band (of g lanes: PACK_TB_GROUP
-    // for couples) and step, narrow ones per warp
+    // word (stripe s, column j): wide pairs by band (of g lanes of gs / g
+    // stripes: PACK_TB_GROUP and TB_STRIPES for couples) and step, narrow ones
+    // per warp
     const int g = p < npack ? PACK_TB_GROUP : 32;
+    const int gs = p < npack ? PACK_TB_GROUP * TB_STRIPES : 32;
     const unsigned int* tbw = wide ? tb + off[p] : tb + off[nwide + q / 32] + q % 32;
     const long long span = wide ? (long long)(offsets[pair_col[p] + 1] - toff) + g - 1
                                 : (long long)warp_m[q / 32];
@@ -844,7 +872,7 @@ walk(
     // memory once a stripe or WALK_AHEAD columns instead of at every step
     unsigned ahead[WALK_AHEAD];
     int ahead_s = -1, ahead_n = 0;  // their stripe, and how many are left
-    const long long column_words = wide ? g : 32;  // from a column's word to the next's
+    const long long column_words = wide ? gs : 32;  // from a column's word to the next's
     auto left = [&]() {  // one column left: the next word moves up
 #pragma unroll
         for (int k = 0; k + 1 < WALK_AHEAD; ++k) ahead[k] = ahead[k + 1];
@@ -862,8 +890,9 @@ walk(
         const int r = (i - 1) % STRIPE;
         const int s = (i - 1) / STRIPE;
         if (s != ahead_s || ahead_n == 0) {
-            const long long word = wide ? ((s / g) * span + (j - 1) + s % g) * g + s % g
-                                        : ((long long)s * span + (j - 1)) * 32;
+            const long long word =
+                wide ? ((s / gs) * span + (j - 1) + (s % gs) / (gs / g)) * gs + s % gs
+                     : ((long long)s * span + (j - 1)) * 32;
 #pragma unroll
             for (int k = 0; k < WALK_AHEAD; ++k)
                 ahead[k] = j - k >= 1 ? tbw[word - k * column_words] : 0u;
@@ -917,8 +946,8 @@ walk(
 // first column, kind (1: couple), first traceback word, first boundary entry,
 // first operation slot, pairs. Columns are sorted positions of the column set,
 // joined at col_base; q2 sums every other column length (stride2_prefix);
-// couples' words are laid out by bands of PACK_TB_GROUP lanes (the plan's
-// couple_lanes with traceback).
+// couples' words are laid out by bands of PACK_TB_GROUP lanes of TB_STRIPES
+// stripes (the plan's couple_lanes and couple_stripes with traceback).
 #define SEG_COLS 8
 extern "C" __global__ void __launch_bounds__(256)
 layout_pairs(
@@ -945,8 +974,9 @@ layout_pairs(
     if (want_tb) op_off[p] = s[6] + i * n + span;
     if (p < nwide) {
         const long long g = s[3] == 1 ? PACK_TB_GROUP : 32;  // lanes a band
-        const long long bands = ((n + STRIPE - 1) / STRIPE + g - 1) / g;
-        off[p] = s[4] + (want_tb ? bands * g * (span + (g - 1) * i) : 0);
+        const long long gs = s[3] == 1 ? PACK_TB_GROUP * TB_STRIPES : 32;  // stripes a band
+        const long long bands = ((n + STRIPE - 1) / STRIPE + gs - 1) / gs;
+        off[p] = s[4] + (want_tb ? bands * gs * (span + (g - 1) * i) : 0);
         const long long h = (i + 1) / 2;
         boff[p] = s[5] + (s[3] == 1 ? couple_scale * (q2[c0 + 2 * h] - q2[c0] + h) : span + i);
     }

@@ -42,7 +42,12 @@ PACKED_TRACEBACK = True
 #: benchmarks/NOTES.md, v11).
 PACK_SHAPES: dict[str, tuple[int, int]] = {"global": (32, 4), "semiglobal": (32, 4),
                                            "local": (32, 4)}
-#: With traceback: 8 rows a lane (a word a column) and this many lanes a group.
+#: With traceback: rows a lane (8 or 16: a word a column a stripe of 8) and
+#: lanes a group. 16 rows share a step's bookkeeping among twice the rows, in
+#: bands of 128 (proteome on the H100, fill summed over windows: local 0.249
+#: to 0.231 s, global 0.240 to 0.204 s, semiglobal 0.252 to 0.233 s;
+#: benchmarks/NOTES.md, v12).
+PACK_ROWS_TRACEBACK = 16
 PACK_GROUP_TRACEBACK = 8
 #: Results come back through a pinned staging buffer (asynchronous copies, one
 #: wait each time it fills) instead of one synchronous copy per array (proteome
@@ -77,9 +82,8 @@ def _profile_fits(matrix: np.ndarray) -> bool:
 
 
 def _pack_shape(traceback: bool, mode: str) -> tuple[int, int]:
-    """The packed kernel's query rows a lane and lanes a group (a couple each);
-    with traceback, 8 rows (a word a column)."""
-    return (STRIPE, PACK_GROUP_TRACEBACK) if traceback else PACK_SHAPES[mode]
+    """The packed kernel's query rows a lane and lanes a group (a couple each)."""
+    return (PACK_ROWS_TRACEBACK, PACK_GROUP_TRACEBACK) if traceback else PACK_SHAPES[mode]
 
 
 def _carve(sizes) -> tuple[list[int], int]:
@@ -185,7 +189,8 @@ class GPUBackend:
         shapes = [(f"PACK_ROWS_{mode.upper()}={rows}", f"PACK_GROUP_{mode.upper()}={group}")
                   for mode, (rows, group) in PACK_SHAPES.items()]
         defines = (*(d for pair in shapes for d in pair),
-                   f"PACK_TB_GROUP={PACK_GROUP_TRACEBACK}", *DEFINES)
+                   f"PACK_TB_ROWS={PACK_ROWS_TRACEBACK}", f"PACK_TB_GROUP={PACK_GROUP_TRACEBACK}",
+                   *DEFINES)
         key = (dtype, defines)
         mod = self._modules.get(key)
         if mod is None:
@@ -426,7 +431,8 @@ class GPUBackend:
                                traceback=job.traceback, wide_steps=limit,
                                fits16=job.scoring.fits_int16 if pack else None,
                                score_bytes=job.score_dtype(w).itemsize,
-                               couples_per_warp=32 // _pack_shape(job.traceback, job.mode)[1])
+                               couples_per_warp=32 // _pack_shape(job.traceback, job.mode)[1],
+                               couple_stripes=PACK_ROWS_TRACEBACK // STRIPE)
             self._plans[w] = plan
         return plan
 

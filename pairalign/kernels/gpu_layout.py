@@ -74,6 +74,10 @@ class LayoutPlan:
         Lanes of a couple's group (``32 // couples_per_warp``): the couples'
         traceback words are laid out by bands of this many lanes (the other
         wide pairs', by 32).
+    couple_stripes : int
+        Stripes (8 rows each) a lane of a couple's group holds with traceback:
+        a band of the couples' layout is ``couple_lanes * couple_stripes``
+        stripes (the other wide pairs' one a lane).
     tb_words, bnd, ops : int
         Traceback words (uint32), boundary entries (one score each, H and F
         alike) and operation slots the window needs.
@@ -90,6 +94,7 @@ class LayoutPlan:
     warp_m: np.ndarray
     couple_warps: np.ndarray
     couple_lanes: int
+    couple_stripes: int
     tb_words: int
     bnd: int
     ops: int
@@ -107,14 +112,16 @@ def stride2_prefix(lengths: np.ndarray) -> np.ndarray:
     return q
 
 
-def band_words(n, span, count, lanes):
+def band_words(n, span, count, lanes, stripes=1):
     """Traceback words of ``count`` wide pairs of a query of length ``n`` whose
-    targets' lengths sum to ``span``, laid out by bands of ``lanes`` lanes:
-    each band of ``lanes`` stripes takes ``m + lanes - 1`` steps of ``lanes``
-    words a pair (the words of pair ``i`` of a run start at
-    ``band_words(n, span_before_i, i, lanes)``). Integers or NumPy arrays."""
-    bands = ((n + STRIPE - 1) // STRIPE + lanes - 1) // lanes
-    return bands * lanes * (span + (lanes - 1) * count)
+    targets' lengths sum to ``span``, laid out by bands of ``lanes`` lanes of
+    ``stripes`` stripes each: each band takes ``m + lanes - 1`` steps of
+    ``lanes * stripes`` words a pair (the words of pair ``i`` of a run start
+    at ``band_words(n, span_before_i, i, lanes, stripes)``). Integers or NumPy
+    arrays."""
+    per_band = lanes * stripes
+    bands = ((n + STRIPE - 1) // STRIPE + per_band - 1) // per_band
+    return bands * per_band * (span + (lanes - 1) * count)
 
 
 def _first_fit(n: np.ndarray, lengths: np.ndarray, lo: np.ndarray, hi: np.ndarray,
@@ -135,7 +142,8 @@ def _first_fit(n: np.ndarray, lengths: np.ndarray, lo: np.ndarray, hi: np.ndarra
 
 def plan_window(row_lengths: np.ndarray, col_lengths: np.ndarray, w: Window, *,
                 traceback: bool, wide_steps: int | None, fits16: Callable | None,
-                score_bytes: int, couples_per_warp: int = 1) -> LayoutPlan:
+                score_bytes: int, couples_per_warp: int = 1,
+                couple_stripes: int = 1) -> LayoutPlan:
     """The launch layout of window ``w``.
 
     Parameters
@@ -157,6 +165,8 @@ def plan_window(row_lengths: np.ndarray, col_lengths: np.ndarray, w: Window, *,
         Bytes of one boundary entry.
     couples_per_warp : int
         Couples a warp of the packed kernel takes (of one row): 1, 2, 4 or 8.
+    couple_stripes : int
+        Stripes a lane of the packed kernel holds with traceback (1 or 2).
     """
     rows_len = np.asarray(row_lengths, np.int64)
     cols_len = np.asarray(col_lengths, np.int64)
@@ -212,7 +222,9 @@ def plan_window(row_lengths: np.ndarray, col_lengths: np.ndarray, w: Window, *,
     span = col_prefix[seg_c + seg_n] - col_prefix[seg_c]  # sum of the targets' lengths
     wide = seg_kind != NARROW
     lanes = np.where(seg_kind == COUPLE, 32 // couples_per_warp, 32)
-    tb = np.where(wide, band_words(seg_len, span, seg_n, lanes), 0) if traceback else 0 * seg_n
+    stripes = np.where(seg_kind == COUPLE, couple_stripes, 1)
+    tb = (np.where(wide, band_words(seg_len, span, seg_n, lanes, stripes), 0) if traceback
+          else 0 * seg_n)
     couple_rows = (4 // score_bytes) * (q2[seg_c + seg_n] - q2[seg_c] + seg_n // 2)
     bnd = np.where(seg_kind == COUPLE, couple_rows, np.where(wide, span + seg_n, 0))
     ops = seg_n * seg_len + span if traceback else 0 * seg_n
@@ -246,7 +258,8 @@ def plan_window(row_lengths: np.ndarray, col_lengths: np.ndarray, w: Window, *,
     return LayoutPlan(segments=segments, npairs=int(seg_n.sum()), nwide=int(nw.sum()),
                       npack=int(coupled.sum()), warp_off=warp_off, warp_boff=warp_boff,
                       warp_m=wm.astype(np.int32), couple_warps=couple_warps,
-                      couple_lanes=32 // couples_per_warp, tb_words=int(warp_off[-1]),
+                      couple_lanes=32 // couples_per_warp, couple_stripes=couple_stripes,
+                      tb_words=int(warp_off[-1]),
                       bnd=int(warp_boff[-1]), ops=int(np.sum(ops)), score_bytes=score_bytes)
 
 
@@ -272,11 +285,13 @@ def expand(plan: LayoutPlan, row_lengths: np.ndarray, col_lengths: np.ndarray,
     n = rows_len[row]
     span = col_prefix[c] - col_prefix[c0]
     op_off = np.append(seg[s, OPS] + i * n + span, plan.ops) if traceback else None
-    lanes = np.where(seg[s, KIND] == COUPLE, plan.couple_lanes, 32)
-    off = seg[s, TB] + (band_words(n, span, i, lanes) if traceback else 0)
+    coupled = seg[s, KIND] == COUPLE
+    lanes = np.where(coupled, plan.couple_lanes, 32)
+    stripes = np.where(coupled, plan.couple_stripes, 1)
+    off = seg[s, TB] + (band_words(n, span, i, lanes, stripes) if traceback else 0)
     half = (i + 1) // 2
     couple = (4 // plan.score_bytes) * (q2[c0 + 2 * half] - q2[c0] + half)
-    boff = seg[s, BND] + np.where(seg[s, KIND] == COUPLE, couple, span + i)
+    boff = seg[s, BND] + np.where(coupled, couple, span + i)
     nw = plan.nwide
     return {"rows": row.astype(np.int32), "cols": (c + col_base).astype(np.int32),
             "off": np.concatenate([off[:nw], plan.warp_off]),
