@@ -7,8 +7,9 @@ An item ``DEF`` defines a macro; ``ATTR=VALUE`` sets ``gpu_backend.ATTR`` (an
 integer, True, False or None) for that variant; ``SHAPE=RxG`` sets the packed
 score-only kernel's shape (rows a lane, lanes a group) in the run's mode.
 
-Each variant runs the proteome all-vs-all (local, BLOSUM62 11/1) with and without
-traceback and, with ``--cells``, a scaled score-only workload; best of ``--reps``
+Each variant runs the proteome all-vs-all (BLOSUM62 11/1, in each ``--mode``) with
+and without traceback and, with ``--cells`` and ``--tb-cells``, scaled workloads
+score-only and with traceback; best of ``--reps``
 runs after a warm-up, interleaved so that drift hits every variant alike. Scores
 must agree across variants (checked). The variant ``base`` has no definitions.
 """
@@ -81,8 +82,13 @@ def trace_allocations() -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--cells", type=float, default=0)
+    ap.add_argument("--tb-cells", type=float, default=0,
+                    help="also a scaled workload of this many cells with traceback")
     ap.add_argument("--reps", type=int, default=2)
-    ap.add_argument("--mode", default="local")
+    ap.add_argument("--mode", default="local",
+                    help="a mode, or several comma-separated (each variant compiled once)")
+    ap.add_argument("--traceback-only", action="store_true",
+                    help="only the runs with traceback (the proteome's)")
     ap.add_argument("--variant", action="append", default=[],
                     help="NAME=DEF1,DEF2 (the base variant always runs first)")
     ap.add_argument("--alloc-trace", action="store_true",
@@ -104,20 +110,27 @@ def main() -> None:
     be = gb.GPUBackend()
     print(f"device: {be.describe()}", flush=True)
     prot = pairalign.read_sequences(DATA / "proteome_HG003687.faa").sequences
+    modes = args.mode.split(",")
     for _, defs in variants:  # compile and warm every variant
-        run(be, prot[:300], True, defs, args.mode)
-        run(be, prot[:300], False, defs, args.mode)
-    work = [("proteome", prot, True), ("proteome", prot, False)]
-    if args.cells:
-        work.append((f"scaled {args.cells:g}", sampled_proteins(args.cells), False))
+        for mode in modes:
+            run(be, prot[:300], True, defs, mode)
+            run(be, prot[:300], False, defs, mode)
+    work = [("proteome", prot, True)]
+    if args.tb_cells:
+        work.append((f"scaled {args.tb_cells:g}", sampled_proteins(args.tb_cells), True))
+    if not args.traceback_only:
+        work.append(("proteome", prot, False))
+        if args.cells:
+            work.append((f"scaled {args.cells:g}", sampled_proteins(args.cells), False))
+    work = [(name, seqs, tb, mode) for mode in modes for name, seqs, tb in work]
     rows = []
-    for name, seqs, tb in work:
+    for name, seqs, tb, mode in work:
         cells = cells_of([len(s) for s in seqs])
         best = {}
         ref = None
         for _ in range(args.reps):
             for vname, defs in variants:
-                times, scores = run(be, seqs, tb, defs, args.mode)
+                times, scores = run(be, seqs, tb, defs, mode)
                 if ref is None:
                     ref = scores
                 if not np.array_equal(ref, scores):
@@ -126,7 +139,7 @@ def main() -> None:
                     best[vname] = times
         for vname, _ in variants:
             wall, fill, fwide, walk, host = best[vname]
-            rows.append(f"{name:16} {args.mode:10} tb={'y' if tb else 'n'} {vname:12} "
+            rows.append(f"{name:16} {mode:10} tb={'y' if tb else 'n'} {vname:12} "
                         f"wall {wall:6.3f} s  fill {fill:6.3f} (wide {fwide:6.3f})  "
                         f"walk {walk:6.3f}  e2e {cells / wall / 1e9:6.0f}  "
                         f"fill {cells / fill / 1e9:6.0f} GCUPS  launching thread: "
