@@ -178,6 +178,7 @@ class GPUBackend:
         self._streams: list = []
         self._uploads: dict = {}
         self._slots: dict = {}
+        self._slot_floor: tuple = (None, 0)  # (job, bytes): see _slot_memory
         self._origin = None
         self.timings: dict[str, float] = {}
 
@@ -301,18 +302,39 @@ class GPUBackend:
         return [cp.ndarray(a.shape, a.dtype, memptr=dev.data + at)
                 for a, at in zip(arrays, starts)]
 
-    def _slot_memory(self, stream, arrays: dict) -> dict:
+    def _job_slot_bytes(self, job: Job) -> int:
+        """Bytes of the largest window that the device can hold among the
+        job's planned ones (the plans that fitting the windows to the device
+        left, :meth:`_plan`; those of windows too large for it were split),
+        once per job: every stream slot is taken that large at its first
+        window."""
+        if self._slot_floor[0] is not job:
+            budget = self.device_budget()
+            sizes = (window_bytes(p, job.traceback) for p in self._plans.values()
+                     if isinstance(p, LayoutPlan))
+            self._slot_floor = (job, max((b for b in sizes if b <= budget), default=0))
+        return self._slot_floor[1]
+
+    def _slot_memory(self, stream, arrays: dict, floor: int = 0) -> dict:
         """A window's arrays (:func:`window_arrays`), carved from one block of
-        device memory per stream slot, kept for the slot's next windows.
+        device memory per stream slot of at least ``floor`` bytes, kept for
+        the slot's next windows.
 
         Allocating each window's arrays from CuPy's pool made new device
         allocations window after window (sizes vary, and each stream has its
-        own free blocks): 0.1 s of the proteome's launches on the H100. The
-        slot's block is released at the end of :meth:`run_windows` (to the
-        pool's cache, where the next run finds it)."""
+        own free blocks): 0.1 s of the proteome's launches on the H100. A
+        slot grown window after window did the same, and worse: with two
+        slots near half the device each, the pool's next allocation fails,
+        and CuPy frees its cached blocks (``cudaFree`` waits for the device)
+        and tries again, so the launching thread waited for the windows in
+        flight and the GPU ran dry (1e12 cells with traceback on the H100:
+        launches 0.45 s a run). Hence ``floor``, the job's largest window.
+        The slot's block is released at the end of :meth:`run_windows` (to
+        the pool's cache, where the next run finds it)."""
         cp = self.cp
         starts, size = _carve(count * dtype.itemsize for count, dtype in arrays.values())
-        mem = _at_least(self._slots, stream.ptr, size, lambda n: cp.empty(max(n, 1), cp.uint8))
+        mem = _at_least(self._slots, stream.ptr, max(size, floor),
+                        lambda n: cp.empty(max(n, 1), cp.uint8))
         return {name: cp.ndarray((count,), dtype, memptr=mem.data + at)
                 for (name, (count, dtype)), at in zip(arrays.items(), starts)}
 
@@ -503,10 +525,13 @@ class GPUBackend:
                         except Exception:  # the device's own error is already on its way
                             pass
                 self._slots = {}
-            if self._spans:
-                spans = np.array(self._spans)
-                self._add("gpu_span", float(spans[:, 1].max()))
-                self._add("gpu_busy", _covered(spans))
+                # counted for a run left early too: a window that failed on
+                # the device ends the engine's stream of windows, and the
+                # next one is a new run
+                if self._spans:
+                    spans = np.array(self._spans)
+                    self._add("gpu_span", float(spans[:, 1].max()))
+                    self._add("gpu_busy", _covered(spans))
 
     def _launch(self, job: Job, state: dict, w: Window, stream) -> dict:
         """Queue a window's kernels on ``stream``; returns what collecting needs."""
@@ -519,8 +544,9 @@ class GPUBackend:
             h["ev"][3].record()
             t = time.perf_counter()
             plan = self._plan(job, w)
+            floor = self._job_slot_bytes(job)  # before this window's plan leaves
             self._plans.pop(w)
-            a = self._slot_memory(stream, window_arrays(plan, job.traceback))
+            a = self._slot_memory(stream, window_arrays(plan, job.traceback), floor)
             self._add("alloc", time.perf_counter() - t)
             t = time.perf_counter()
             lay = self._layout(job, state, plan, a, stream, mod)
