@@ -1,0 +1,103 @@
+"""An in-process GPU run's timeline across threads, with the GPU's window spans.
+
+    python benchmarks/run_timeline.py [--cells 1e12] [--traceback] [--mode local] [--runs 2]
+
+Runs ``run_job`` on the proteome (or ``--cells`` sampled cells) ``--runs`` times
+after a small warm-up and prints, for the last run, each traced function's
+spans (thread, start, end, seconds since the run began; see
+``cli_timeline.py``), the GPU's busy spans per window (CUDA events, same
+clock), and the run's operations per pair (what the host moves with
+traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+import cli_timeline as tl  # noqa: E402  (puts the repository first on sys.path via workloads)
+from workloads import DATA, cells_of, sampled_proteins  # noqa: E402
+
+import pairalign  # noqa: E402
+from pairalign.engine import run_job  # noqa: E402
+from pairalign.job import Job, SortedSet  # noqa: E402
+from pairalign.kernels import gpu_backend  # noqa: E402
+from pairalign.kernels.gpu_backend import GPUBackend  # noqa: E402
+from pairalign.scoring import Scoring  # noqa: E402
+
+tl.TRACED += [
+    ("pairalign.kernels.gpu_backend", "GPUBackend._slot_memory"),
+    ("pairalign.kernels.gpu_backend", "GPUBackend._copy_out"),
+    ("pairalign.engine", "assemble"),
+]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--cells", type=float, default=0, help="0: the proteome")
+    ap.add_argument("--traceback", action="store_true")
+    ap.add_argument("--mode", default="local", choices=("local", "global", "semiglobal"))
+    ap.add_argument("--runs", type=int, default=2)
+    ap.add_argument("--no-slot-floor", action="store_true",
+                    help="slots grown window by window (as before v12), for an A/B")
+    args = ap.parse_args()
+    if args.no_slot_floor:
+        GPUBackend._job_slot_bytes = lambda self, job: 0
+    seqs = (sampled_proteins(args.cells) if args.cells else
+            pairalign.read_sequences(DATA / "proteome_HG003687.faa").sequences)
+    cells = cells_of([len(s) for s in seqs])
+    be = GPUBackend()
+    sc = Scoring.create("protein")
+    warm = pairalign.read_sequences(DATA / "proteome_HG003687.faa").sequences[:400]
+    run_job(Job(args.mode, sc, args.traceback, SortedSet.encode(warm, sc)), be)
+    tl.install()
+    for run in range(args.runs):
+        job = Job(args.mode, sc, args.traceback, SortedSet.encode(seqs, sc))
+        tl.spans.clear()
+        be.timings.clear()
+        gpu: list = []  # every run_windows call's window spans, on the host's clock
+        calls = []
+        run_windows = GPUBackend.run_windows
+
+        def mark(self, *a, **k):  # the host's clock when the GPU's origin event is recorded
+            def windows():
+                t = time.perf_counter() - tl.T0
+                calls.append(t)
+                yield from run_windows(self, *a, **k)
+                gpu.extend((s + t, e + t) for s, e in self._spans)
+            return windows()
+
+        GPUBackend.run_windows = mark
+        t0 = time.perf_counter() - tl.T0
+        timings: dict = {}
+        out = run_job(job, be, timings=timings)
+        wall = time.perf_counter() - tl.T0 - t0
+        GPUBackend.run_windows = run_windows
+        print(f"run {run}: wall {wall:.3f} s, {cells / wall / 1e9:.0f} GCUPS end to end; "
+              + " ".join(f"{k} {v:.3f}" for k, v in be.timings.items() if k != "cells"),
+              flush=True)
+        sched = timings.get("scheduler", {})
+        print(f"  windows {sched.get('windows')}, planned {sched.get('planned_windows')}, "
+              f"failures {sched.get('failures')}, retries {sched.get('retries')}", flush=True)
+    tl.spans[:] = [(s - t0, e - t0, th, n) for s, e, th, n in tl.spans]
+    tl.report(top_repeats=4)
+    print("spans of at least 20 ms:")
+    for s, e, th, n in sorted(tl.spans):
+        if e - s >= 0.02:
+            print(f"  {s:7.3f} {e:7.3f} {e - s:7.3f}  {th:24} {n}")
+    gpu = np.array(gpu) - t0
+    print(f"run_windows calls at {[round(c - t0, 3) for c in calls]}; GPU windows (s since "
+          f"the run began): {len(gpu)}, first start {gpu[:, 0].min():.3f}, last end "
+          f"{gpu[:, 1].max():.3f}, busy {gpu_backend._covered(gpu):.3f}")
+    for s, e in gpu:
+        print(f"  {s:7.3f} {e:7.3f}")
+    nops = np.diff(out.op_offsets)
+    print(f"pairs {len(out):,}; operations {int(nops.sum()):,} ({nops.mean():.1f} a pair, "
+          f"{out.op_code.nbytes + out.op_len.nbytes:,} bytes); alignment columns "
+          f"{int(out.length.sum()):,}")
+
+
+if __name__ == "__main__":
+    main()
