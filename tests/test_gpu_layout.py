@@ -197,6 +197,31 @@ def test_plan_of_a_job_sizes_windows_without_a_device(traceback):
     assert packed and unpacked
 
 
+def test_slots_take_the_largest_window_the_device_holds():
+    """Every stream slot is taken at the job's largest window at once (grown
+    window by window, the pool's retries waited on the device); parents too
+    large for the device, whose plans fitting left behind, do not count."""
+    from pairalign.job import Job, SortedSet
+    from pairalign.scheduler.windows import plan_windows
+    from pairalign.scoring import Scoring
+
+    rng = np.random.default_rng(5)
+    scoring = Scoring.create("protein")
+    seqs = ["".join(rng.choice(list("ACDEFGHIKLMNPQRSTVWY"), int(k)))
+            for k in rng.integers(5, 900, 120)]
+    job = Job("global", scoring, True, SortedSet.encode(seqs, scoring))
+    be = object.__new__(GPUBackend)
+    be._plans, be._slot_floor = {}, (None, 0)
+    sizes = sorted(be.window_bytes(job, w) for w in plan_windows(job.rows.lengths, None, 32))
+    assert len(set(sizes)) > 2
+    be.device_budget = lambda: sizes[-2] + 1  # the largest window was split
+    assert be._job_slot_bytes(job) == sizes[-2]
+    be._plans.clear()  # windows launched: the floor stays the job's
+    assert be._job_slot_bytes(job) == sizes[-2]
+    other = Job("global", scoring, True, SortedSet.encode(seqs[:10], scoring))
+    assert be._job_slot_bytes(other) == 0  # no plans of its own: each window's size
+
+
 class _DeviceArray:
     """A host array that looks like a CuPy one to ``_download`` (``data.ptr``)."""
 
