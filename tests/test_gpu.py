@@ -109,13 +109,16 @@ def test_packed_kernel_shapes(monkeypatch, rows, group, tb_rows, tb_group):
             assert_same(cpu, gpu)
 
 
-@pytest.mark.parametrize("pinned,staging", [(True, None), (True, 4099), (False, None)])
+@pytest.mark.parametrize("pinned,staging,early", [(True, None, True), (True, 4099, True),
+                                                   (False, None, True), (True, None, False)])
 @pytest.mark.parametrize("traceback", [True, False])
-def test_downloads_pinned_or_not(data_dir, monkeypatch, traceback, pinned, staging):
+def test_downloads_pinned_or_not(data_dir, monkeypatch, traceback, pinned, staging, early):
     """Results through the pinned staging buffer (whole, or a few kilobytes
     that every window's arrays pass through in many pieces, cut mid-element),
-    or array by array: the same as the CPU's."""
+    or array by array, with each slot taking its next window before the
+    host's download of its results or after: the same as the CPU's."""
     monkeypatch.setattr(gpu_backend, "PINNED_DOWNLOADS", pinned)
+    monkeypatch.setattr(gpu_backend, "EARLY_SLOT_REUSE", early)
     if staging is not None:
         monkeypatch.setattr(gpu_backend, "STAGING_BYTES", staging)
     cpu, gpu = both(data_dir / "adeno_fiber.faa", mode="local", traceback=traceback,

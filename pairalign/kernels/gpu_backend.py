@@ -49,6 +49,10 @@ PACK_SHAPES: dict[str, tuple[int, int]] = {"global": (32, 4), "semiglobal": (32,
 #: benchmarks/NOTES.md, v12).
 PACK_ROWS_TRACEBACK = 16
 PACK_GROUP_TRACEBACK = 8
+#: A window's slot takes the next window once its results are copied out of
+#: it on the device, before the host downloads them (``run_windows``);
+#: False: after the download, as before v12.
+EARLY_SLOT_REUSE = True
 #: Results come back through a pinned staging buffer (asynchronous copies, one
 #: wait each time it fills) instead of one synchronous copy per array (proteome
 #: with traceback on the H100: downloads 0.29-0.33 to 0.26-0.27 s, wall within noise).
@@ -179,6 +183,7 @@ class GPUBackend:
         self._uploads: dict = {}
         self._slots: dict = {}
         self._slot_floor: tuple = (None, 0)  # (job, bytes): see _slot_memory
+        self._slot_free: dict = {}  # stream -> event: its slot's results copied out
         self._origin = None
         self.timings: dict[str, float] = {}
 
@@ -289,7 +294,7 @@ class GPUBackend:
 
         A copy from pageable memory could make the host wait for the windows
         queued on the stream. The buffer is rewritten only for the stream's
-        next window, launched after this one is collected (which waited for
+        next window, launched after this one is detached (which waited for
         the copy)."""
         cp = self.cp
         starts, size = _carve(a.nbytes for a in arrays)
@@ -496,7 +501,10 @@ class GPUBackend:
 
         Each window runs on its own CUDA stream: the tail of one (its longest
         pairs) overlaps the next, and the host's decoding of one overlaps the
-        kernels of the next.
+        kernels of the next. A window's slot takes the next window as soon as
+        its results are copied out of it on the device (:meth:`_detach`),
+        before the host downloads them (:meth:`_fetch`): the device always
+        has the next window queued while the host downloads.
         """
         depth = DEPTH if depth is None else depth
         with self.device:
@@ -507,23 +515,31 @@ class GPUBackend:
             pending: deque = deque()
             try:
                 for k, w in enumerate(windows):
+                    done = None
+                    if len(pending) >= depth:
+                        done = self._detach(job, pending.popleft())
+                        if not EARLY_SLOT_REUSE:
+                            yield self._fetch(job, done)
+                            done = None
                     t = time.perf_counter()
                     pending.append(self._launch(job, state, w, streams[k % depth]))
                     self._add("launch", time.perf_counter() - t)
-                    if len(pending) >= depth:
-                        yield self._collect(job, pending.popleft())
+                    if done is not None:
+                        yield self._fetch(job, done)
                 while pending:
-                    yield self._collect(job, pending.popleft())
+                    yield self._fetch(job, self._detach(job, pending.popleft()))
             finally:
                 # a run left early (an error, or its consumer gone) may have
                 # windows in flight: they read the slots' pinned uploads, which
-                # the next run rewrites, so they finish first
-                if pending:
-                    for s in streams:
+                # the next run rewrites, and copies out of the slots may be
+                # queued on the host stream, so both finish first
+                if pending or self._slot_free:
+                    for s in [*streams, self._host_stream()]:
                         try:
                             s.synchronize()
                         except Exception:  # the device's own error is already on its way
                             pass
+                self._slot_free = {}
                 self._slots = {}
                 # counted for a run left early too: a window that failed on
                 # the device ends the engine's stream of windows, and the
@@ -534,13 +550,17 @@ class GPUBackend:
                     self._add("gpu_busy", _covered(spans))
 
     def _launch(self, job: Job, state: dict, w: Window, stream) -> dict:
-        """Queue a window's kernels on ``stream``; returns what collecting needs."""
+        """Queue a window's kernels on ``stream``; returns what :meth:`_detach` needs."""
         cp = self.cp
         dtype = job.score_dtype(w)
         mod = self._module(dtype)
         sc = job.scoring
-        h = {"w": w, "mod": mod, "ev": [cp.cuda.Event() for _ in range(5)]}
+        h = {"w": w, "mod": mod, "ev": [cp.cuda.Event() for _ in range(5)],
+             "stream": stream.ptr}
         with stream:
+            freed = self._slot_free.pop(stream.ptr, None)
+            if freed is not None:  # the slot's last results still being copied out
+                stream.wait_event(freed)
             h["ev"][3].record()
             t = time.perf_counter()
             plan = self._plan(job, w)
@@ -610,25 +630,37 @@ class GPUBackend:
             self._add("enqueue", time.perf_counter() - t)
         return h
 
-    def _collect(self, job: Job, h: dict) -> PairBatch:
-        """Wait for a launched window and bring its results to the host."""
+    def _detach(self, job: Job, h: dict) -> dict:
+        """Wait for a launched window and copy its results out of its stream
+        slot on the device (the operations squeezed from their slots by
+        ``compact_ops``, the per-pair columns into one new block), on the
+        host stream; the slot's next window waits for that copy on the
+        device, not the host. Returns what :meth:`_fetch` downloads."""
         cp = self.cp
         npairs = h["npairs"]
         t_wait = time.perf_counter()
         h["ev"][2].synchronize()
         self._add("wait", time.perf_counter() - t_wait)
-        with self._host_stream():
+        host = self._host_stream()
+        with host:
             t_host = time.perf_counter()
             names = ["rows", "cols", "score", "ei", "ej"]
             if job.traceback:
                 names += ["qb", "tb", "ident", "alen"]
-            arrays = [h[k] for k in names]
+            starts, size = _carve(h[k].nbytes for k in names)
+            block = cp.empty(max(size, 1), cp.uint8)
+            arrays = []
+            for k, at in zip(names, starts):
+                a = h[k]
+                block[at:at + a.nbytes].data.copy_from_device_async(a.data, a.nbytes, host)
+                arrays.append(cp.ndarray(a.shape, a.dtype, memptr=block.data + at))
+            offs_h = None
             if job.traceback:
                 # the operations, squeezed from their slots (bound n + m a pair)
                 t_ops = time.perf_counter()
                 offs_h = _offsets(self._download([h["nops"]])[0])
                 offs = cp.empty(offs_h.shape, offs_h.dtype)
-                offs.set(offs_h, stream=self._host_stream())
+                offs.set(offs_h, stream=host)
                 code = cp.empty(int(offs_h[-1]), cp.uint8)
                 length = cp.empty(int(offs_h[-1]), cp.int32)
                 if npairs:
@@ -637,6 +669,19 @@ class GPUBackend:
                         (h["off"], offs, np.int32(npairs), h["code"], h["len"], code, length))
                 arrays += [code, length]
                 self._add("compact", time.perf_counter() - t_ops)
+            freed = cp.cuda.Event()
+            freed.record(host)
+            self._slot_free[h["stream"]] = freed
+        self._add("download", time.perf_counter() - t_host)
+        return {"h": h, "arrays": arrays, "offs": offs_h}
+
+    def _fetch(self, job: Job, done: dict) -> PairBatch:
+        """Bring a detached window's results (:meth:`_detach`) to the host."""
+        cp = self.cp
+        h, arrays, offs_h = done["h"], done["arrays"], done["offs"]
+        npairs = h["npairs"]
+        with self._host_stream():
+            t_host = time.perf_counter()
             if PINNED_DOWNLOADS:
                 got = self._download(arrays)
             else:
