@@ -165,22 +165,29 @@ def test_plan_all_wide_or_all_narrow(steps):
     check_plan(plan, lay, lengths, lengths, w, True, steps, None)
 
 
+def protein_job(mode, traceback, seed, longest, count):
+    """A job of ``count`` random proteins of 5 to ``longest`` residues, and a
+    GPU backend made without a device (planning needs none)."""
+    from pairalign.job import Job, SortedSet
+    from pairalign.scoring import Scoring
+
+    rng = np.random.default_rng(seed)
+    scoring = Scoring.create("protein")
+    seqs = ["".join(rng.choice(list("ACDEFGHIKLMNPQRSTVWY"), int(k)))
+            for k in rng.integers(5, longest, count)]
+    be = object.__new__(GPUBackend)
+    be._plans, be._slot_floor = {}, (None, 0)
+    return Job(mode, scoring, traceback, SortedSet.encode(seqs, scoring)), be
+
+
 @pytest.mark.parametrize("traceback", [False, True])
 def test_plan_of_a_job_sizes_windows_without_a_device(traceback):
     """The backend fits windows to memory from the plan alone (no CuPy), with
     the job's own 16-bit rule."""
-    from pairalign.job import Job, SortedSet
     from pairalign.scheduler.windows import plan_windows
-    from pairalign.scoring import Scoring
 
-    rng = np.random.default_rng(2)
-    scoring = Scoring.create("protein")
     # up to 3,500 residues: the longest pairs' scores need 32 bits
-    seqs = ["".join(rng.choice(list("ACDEFGHIKLMNPQRSTVWY"), int(k)))
-            for k in rng.integers(5, 3500, 150)]
-    job = Job("local", scoring, traceback, SortedSet.encode(seqs, scoring))
-    be = object.__new__(GPUBackend)
-    be._plans = {}
+    job, be = protein_job("local", traceback, 2, 3500, 150)
     lengths = job.rows.lengths
     packed = unpacked = 0
     for w in plan_windows(lengths, None, 64):
@@ -201,24 +208,16 @@ def test_slots_take_the_largest_window_the_device_holds():
     """Every stream slot is taken at the job's largest window at once (grown
     window by window, the pool's retries waited on the device); parents too
     large for the device, whose plans fitting left behind, do not count."""
-    from pairalign.job import Job, SortedSet
     from pairalign.scheduler.windows import plan_windows
-    from pairalign.scoring import Scoring
 
-    rng = np.random.default_rng(5)
-    scoring = Scoring.create("protein")
-    seqs = ["".join(rng.choice(list("ACDEFGHIKLMNPQRSTVWY"), int(k)))
-            for k in rng.integers(5, 900, 120)]
-    job = Job("global", scoring, True, SortedSet.encode(seqs, scoring))
-    be = object.__new__(GPUBackend)
-    be._plans, be._slot_floor = {}, (None, 0)
+    job, be = protein_job("global", True, 5, 900, 120)
     sizes = sorted(be.window_bytes(job, w) for w in plan_windows(job.rows.lengths, None, 32))
     assert len(set(sizes)) > 2
     be.device_budget = lambda: sizes[-2] + 1  # the largest window was split
     assert be._job_slot_bytes(job) == sizes[-2]
     be._plans.clear()  # windows launched: the floor stays the job's
     assert be._job_slot_bytes(job) == sizes[-2]
-    other = Job("global", scoring, True, SortedSet.encode(seqs[:10], scoring))
+    other, _ = protein_job("global", True, 6, 900, 10)
     assert be._job_slot_bytes(other) == 0  # no plans of its own: each window's size
 
 
