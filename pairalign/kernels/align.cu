@@ -662,14 +662,12 @@ __device__ __forceinline__ void fill_pack(
                 out_h = hup;
                 out_f = fup;
                 if (gl == last) { top_h[j] = hup; top_f[j] = fup; }
-                if (want_tb) {
-                    if (S == 2) {  // one 8-byte store a pair
-                        if (j <= m0) *reinterpret_cast<uint2*>(band0 + t * G * S) = make_uint2(w0[0], w0[S - 1]);
-                        if (j <= m1) *reinterpret_cast<uint2*>(band1 + t * G * S) = make_uint2(w1[0], w1[S - 1]);
-                    } else {
-                        if (j <= m0) band0[t * G] = w0[0];
-                        if (j <= m1) band1[t * G] = w1[0];
-                    }
+                if constexpr (want_tb && S == 2) {  // one 8-byte store a pair
+                    if (j <= m0) *reinterpret_cast<uint2*>(band0 + t * G * S) = make_uint2(w0[0], w0[1]);
+                    if (j <= m1) *reinterpret_cast<uint2*>(band1 + t * G * S) = make_uint2(w1[0], w1[1]);
+                } else if constexpr (want_tb) {
+                    if (j <= m0) band0[t * G] = w0[0];
+                    if (j <= m1) band1[t * G] = w1[0];
                 }
             }
         }
