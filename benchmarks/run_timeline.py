@@ -17,8 +17,9 @@ import time
 
 import numpy as np
 
-import cli_timeline as tl  # noqa: E402  (puts the repository first on sys.path via workloads)
-from workloads import DATA, cells_of, sampled_proteins  # noqa: E402
+from workloads import DATA, cells_of, sampled_proteins  # noqa: E402  (the repository first on sys.path)
+
+import cli_timeline as tl  # noqa: E402
 
 import pairalign  # noqa: E402
 from pairalign.engine import run_job  # noqa: E402
