@@ -73,6 +73,14 @@ Progress = Callable[[int, int], None]
 
 
 class Backend(Protocol):
+    """What the engine runs windows on.
+
+    A window's batch holds the sorted positions of its pairs (``job.rows``
+    and ``job.col_set``), or, for a backend whose ``input_indices`` is true,
+    input indices with every all-vs-all pair seen from its lower index (what
+    :func:`to_input` makes of the former).
+    """
+
     name: str
 
     def describe(self) -> str: ...
@@ -132,6 +140,14 @@ def to_input(job: Job, batch: PairBatch, own: bool = False) -> PairBatch:
     operation codes are reused)."""
     with _NUMBA:
         return batch.oriented(job.rows.order, job.col_set.order, job.triangle, own_ops=own)
+
+
+def in_input(job: Job, backend, batch: PairBatch) -> PairBatch:
+    """A batch that ``backend`` made for a window, in input indices (see
+    :class:`Backend`): oriented by :func:`to_input` unless the backend did it."""
+    if getattr(backend, "input_indices", False):
+        return batch
+    return to_input(job, batch, own=True)
 
 
 def pair_rank(job: Job, batch: PairBatch) -> np.ndarray:
@@ -492,7 +508,8 @@ class _LocalRun:
                 if self.q.cancelled is not None:
                     return
 
-    def _deliver(self, stats: WorkerStats, item: Item, batch: PairBatch, seconds: float) -> None:
+    def _deliver(self, stats: WorkerStats, item: Item, batch: PairBatch, seconds: float,
+                 backend) -> None:
         if len(batch) != item.window.pairs:  # a backend bug: retrying would not help
             self.q.cancel(RuntimeError(f"backend returned {len(batch)} pairs for a window "
                                        f"of {item.window.pairs}: {item.window}"))
@@ -502,7 +519,7 @@ class _LocalRun:
         stats.cells += item.window.cells
         stats.busy_s += seconds
         stats.measured.append((item.window.pairs, item.window.cells, seconds))
-        self._post(("batch", item, batch))
+        self._post(("batch", item, batch, backend))
         self.q.done()
 
     # -- failures ------------------------------------------------------------------
@@ -659,7 +676,7 @@ class _LocalRun:
             self._failed_alone(label, item, exc)
             self.q.done()
             return _failure_kind(exc, item.window)
-        self._deliver(stats, item, batch, time.perf_counter() - t0)
+        self._deliver(stats, item, batch, time.perf_counter() - t0, backend)
         return True
 
     def _run_stream(self, label, stats, backend, state, first, budget, guard) -> bool:
@@ -691,7 +708,7 @@ class _LocalRun:
             for batch in runner(self.job, state, feed()):
                 item = inflight.popleft()
                 now = time.perf_counter()
-                self._deliver(stats, item, batch, now - mark)
+                self._deliver(stats, item, batch, now - mark, backend)
                 mark = time.perf_counter()
         except Cancelled:
             raise
@@ -742,11 +759,11 @@ class _LocalRun:
                 self._failed_alone("cpu-fallback", item, exc)
                 self.q.done()
                 continue
-            self._deliver(stats, item, batch, time.perf_counter() - t0)
+            self._deliver(stats, item, batch, time.perf_counter() - t0, backend)
 
     # -- the consumer --------------------------------------------------------------
-    def results(self) -> Iterator[tuple[Item, PairBatch]]:
-        """``(item, batch)`` as workers finish them; ends when every pair is in."""
+    def results(self) -> Iterator[tuple[Item, PairBatch, object]]:
+        """``(item, batch, backend)`` as workers finish them; ends when every pair is in."""
         total = self.work.pairs
         got = 0
         while got < total:
@@ -764,7 +781,7 @@ class _LocalRun:
                 continue
             if msg[0] == "batch":
                 got += len(msg[2])
-                yield msg[1], msg[2]
+                yield msg[1], msg[2], msg[3]
         if got != total:
             raise RuntimeError(f"scheduler returned {got} pairs, {total} expected")
 
@@ -879,11 +896,11 @@ def iter_windows(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
             pending: dict[int, list[PairBatch]] = {}
             have = [0] * len(work.parents)
             nxt = 0
-        for item, batch in run.results():
+        for item, batch, backend in run.results():
             done += len(batch)
             cells_done += item.window.cells
             _call_progress(progress, done, total, cells_done, cells_total)
-            b = to_input(job, batch, own=True)
+            b = in_input(job, backend, batch)
             if not ordered:
                 yield b
                 continue

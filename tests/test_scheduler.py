@@ -77,13 +77,17 @@ class Fake:
     (``calls``: how many times this fake saw ``w`` before). ``pipeline``:
     offer ``run_windows`` with two windows in flight, as the GPU backend does.
     ``budget``: offer ``window_bytes``/``device_budget`` (bytes = pairs).
+    ``input_indices``: return batches in input indices, oriented, as the GPU
+    backend does (the engine must not orient them again).
     """
 
     name = "fake"
     cost_key = "fake"
 
-    def __init__(self, tag, fail=None, delay=0.0, pipeline=False, budget=None, seed=0):
+    def __init__(self, tag, fail=None, delay=0.0, pipeline=False, budget=None, seed=0,
+                 input_indices=False):
         self.tag = tag
+        self.input_indices = input_indices
         self.fail = fail or (lambda w, calls: False)
         self.delay = delay
         self.calls: dict = {}
@@ -117,6 +121,8 @@ class Fake:
         if self.fail(w, n):
             raise FakeOOM(f"out of memory on {self.tag} for {w}")
         out = _CPU.run_window(job, state, w)
+        if self.input_indices:
+            out = out.oriented(job.rows.order, job.col_set.order, job.triangle)
         with self.lock:
             self.ran.append(w)
         return out
@@ -258,6 +264,27 @@ def test_multi_worker_identical(which, request):
         if n > 1:
             assert sched["windows"] > sched["planned_windows"]  # balanced into pieces
             assert sum(w["windows"] > 0 for w in sched["workers"]) >= 2
+
+
+@pytest.mark.parametrize("which", ["tri", "rect"])
+@pytest.mark.parametrize("ordered", [False, True])
+def test_workers_that_orient_their_batches_beside_those_that_do_not(which, ordered, request):
+    """A backend whose batches are already in input indices (the GPU's) is
+    not oriented again, beside one whose batches are not, on failures too."""
+    job, ref = request.getfixturevalue(which)
+    fail_big = lambda w, calls: w.pairs > 200 and calls == 0  # noqa: E731
+    fakes = [Fake("a", delay=0.003, seed=1, input_indices=True, pipeline=True),
+             Fake("b", fail=fail_big, delay=0.003, seed=2),
+             Fake("c", delay=0.003, seed=3, input_indices=True)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeviceErrorWarning)
+        if ordered:
+            got = PairBatch.concat(list(iter_windows(job, fakes, width=32, ordered=True)))
+            order = np.argsort(got.query * len(job.col_set) + got.target, kind="stable")
+            same(got.take(order), ref)
+        else:
+            same(run_job(job, fakes, width=32), ref)
+    assert [f.tag for f in fakes if f.ran] == ["a", "b", "c"]
 
 
 def test_gpu_style_backend_gives_one_worker_per_device():

@@ -980,19 +980,55 @@ layout_pairs(
     }
 }
 
+// A window's pairs in input indices (PairBatch.oriented, on the device): the
+// sorted positions rows[p] and cols[p] - col_base mapped through the sets'
+// orders; for all-vs-all (triangle), a pair whose query maps above its target
+// is seen from the other side: indices, begins and ends exchanged, and with
+// traceback (want_tb; else qb, tb and flip are not read or written) flip[p]
+// set for compact_ops to swap insertions and deletions. Reads the window's
+// slot, writes into the block its results leave in (out_*).
+extern "C" __global__ void __launch_bounds__(256)
+orient_pairs(
+     const int* __restrict__ rows, const int* __restrict__ cols, const int npairs,
+     const int col_base, const long long* __restrict__ row_order,
+     const long long* __restrict__ col_order, const int triangle, const int want_tb,
+     const int* __restrict__ qb, const int* __restrict__ qe, const int* __restrict__ tb,
+     const int* __restrict__ te, long long* __restrict__ out_q, long long* __restrict__ out_t,
+     int* __restrict__ out_qb, int* __restrict__ out_qe, int* __restrict__ out_tb,
+     int* __restrict__ out_te, unsigned char* __restrict__ flip)
+{
+    const int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >= npairs) return;
+    const long long a = row_order[rows[p]], b = col_order[cols[p] - col_base];
+    const bool f = triangle && a > b;
+    out_q[p] = f ? b : a;
+    out_t[p] = f ? a : b;
+    out_qe[p] = f ? te[p] : qe[p];
+    out_te[p] = f ? qe[p] : te[p];
+    if (want_tb) {
+        out_qb[p] = f ? tb[p] : qb[p];
+        out_tb[p] = f ? qb[p] : tb[p];
+        flip[p] = f;
+    }
+}
+
 // Operations from each pair's slots (sized by a bound, at src_off) to their
-// places in the compacted arrays (dst_off, npairs + 1 entries): a warp a pair.
+// places in the compacted arrays (dst_off, npairs + 1 entries): a warp a pair;
+// a pair flipped by orient_pairs has its insertions and deletions swapped.
 extern "C" __global__ void __launch_bounds__(256)
 compact_ops(
      const long long* __restrict__ src_off, const long long* __restrict__ dst_off,
      const int npairs, const unsigned char* __restrict__ code, const int* __restrict__ len,
-     unsigned char* __restrict__ out_code, int* __restrict__ out_len)
+     const unsigned char* __restrict__ flip, unsigned char* __restrict__ out_code,
+     int* __restrict__ out_len)
 {
     const long long p = ((long long)blockIdx.x * blockDim.x + threadIdx.x) / 32;
     if (p >= npairs) return;
     const long long s = src_off[p], d = dst_off[p], k = dst_off[p + 1] - d;
+    const bool f = flip[p];
     for (long long x = threadIdx.x % 32; x < k; x += 32) {
-        out_code[d + x] = code[s + x];
+        const unsigned char c = code[s + x];
+        out_code[d + x] = f && c == OP_INS ? OP_DEL : f && c == OP_DEL ? OP_INS : c;
         out_len[d + x] = len[s + x];
     }
 }

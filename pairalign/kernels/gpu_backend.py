@@ -161,9 +161,14 @@ class GPUBackend:
     devices : sequence of int, optional
         GPU ordinals; the first one runs the windows (several devices: see the
         scheduler).
+
+    Its batches hold input indices, every all-vs-all pair seen from its lower
+    index (:attr:`input_indices`): the device orients them.
     """
 
     name = "gpu"
+    #: Batches come in input indices, oriented (see :func:`pairalign.engine.in_input`).
+    input_indices = True
 
     def __init__(self, devices=None) -> None:
         import cupy as cp
@@ -177,6 +182,7 @@ class GPUBackend:
         self._hp = None
         self._opted: set = set()
         self._pinned: np.ndarray | None = None
+        self._constants: dict = {}  # (value, dtype) -> read-only array: see _constant
         self._copiers = None  # a ThreadPoolExecutor, made at the first large download
         self._spans: list = []
         self._streams: list = []
@@ -422,6 +428,19 @@ class GPUBackend:
         for _ in self._copiers.map(copy, cuts):
             pass
 
+    def _constant(self, n: int, value: int, dtype) -> np.ndarray:
+        """``n`` entries of ``value``, read-only: score-only batches' begins,
+        identities and lengths (-1) and operation offsets (0) are slices of one
+        array, made once per size (at least doubling), not new memory filled a
+        window at a time."""
+        key = (value, np.dtype(dtype))
+        a = self._constants.get(key)
+        if a is None or len(a) < n:
+            a = np.full(max(n, 2 * len(a) if a is not None else 0), value, dtype)
+            a.flags.writeable = False
+            self._constants[key] = a
+        return a[:n]
+
     def _add(self, key: str, value: float) -> None:
         self.timings[key] = self.timings.get(key, 0.0) + value
 
@@ -438,7 +457,9 @@ class GPUBackend:
             state = {"codes": cp.asarray(codes), "offsets": cp.asarray(offsets),
                      "col_base": col_base,
                      "matrix": cp.asarray(job.scoring.matrix.astype(np.int32)),
-                     "q2": cp.asarray(stride2_prefix(job.col_set.lengths))}
+                     "q2": cp.asarray(stride2_prefix(job.col_set.lengths)),
+                     "row_order": cp.asarray(job.rows.order.astype(np.int64)),
+                     "col_order": cp.asarray(job.col_set.order.astype(np.int64))}
         self._states = {"job": job, "state": state}
         return state
 
@@ -632,30 +653,46 @@ class GPUBackend:
 
     def _detach(self, job: Job, h: dict) -> dict:
         """Wait for a launched window and copy its results out of its stream
-        slot on the device (the operations squeezed from their slots by
-        ``compact_ops``, the per-pair columns into one new block), on the
-        host stream; the slot's next window waits for that copy on the
-        device, not the host. Returns what :meth:`_fetch` downloads."""
+        slot on the device, on the host stream, in input indices
+        (``orient_pairs``: the engine's :func:`~pairalign.engine.to_input`
+        on the device): the per-pair columns into one new block, the
+        operations squeezed from their slots by ``compact_ops``. The slot's
+        next window waits for that copy on the device, not the host. Returns
+        what :meth:`_fetch` downloads."""
         cp = self.cp
         npairs = h["npairs"]
         t_wait = time.perf_counter()
         h["ev"][2].synchronize()
         self._add("wait", time.perf_counter() - t_wait)
         host = self._host_stream()
+        state = self._state(job)
+        tb = job.traceback
         with host:
             t_host = time.perf_counter()
-            names = ["rows", "cols", "score", "ei", "ej"]
-            if job.traceback:
+            names = ["query", "target", "score", "ei", "ej"]
+            if tb:
                 names += ["qb", "tb", "ident", "alen"]
-            starts, size = _carve(h[k].nbytes for k in names)
+            sizes = [8 * npairs if k in ("query", "target") else h[k].nbytes for k in names]
+            starts, size = _carve(sizes)
             block = cp.empty(max(size, 1), cp.uint8)
-            arrays = []
-            for k, at in zip(names, starts):
-                a = h[k]
-                block[at:at + a.nbytes].data.copy_from_device_async(a.data, a.nbytes, host)
-                arrays.append(cp.ndarray(a.shape, a.dtype, memptr=block.data + at))
+            out = {k: cp.ndarray((npairs,), np.int64 if k in ("query", "target") else h[k].dtype,
+                                 memptr=block.data + at) for k, at in zip(names, starts)}
+            for k in ("score", "ident", "alen"):
+                if k in h and k in out:
+                    out[k].data.copy_from_device_async(h[k].data, h[k].nbytes, host)
+            flip = cp.empty(npairs if tb else 1, cp.uint8)
+            if npairs:
+                qb, tb_ = (h["qb"], h["tb"]) if tb else (h["ei"], h["ej"])
+                oqb, otb = (out["qb"], out["tb"]) if tb else (out["ei"], out["ej"])
+                h["mod"].get_function("orient_pairs")(
+                    (-(-npairs // THREADS),), (THREADS,),
+                    (h["rows"], h["cols"], np.int32(npairs), np.int32(h["col_base"]),
+                     state["row_order"], state["col_order"], np.int32(job.triangle),
+                     np.int32(tb), qb, h["ei"], tb_, h["ej"], out["query"], out["target"],
+                     oqb, out["ei"], otb, out["ej"], flip))
+            arrays = [out[k] for k in names]
             offs_h = None
-            if job.traceback:
+            if tb:
                 # the operations, squeezed from their slots (bound n + m a pair)
                 t_ops = time.perf_counter()
                 offs_h = _offsets(self._download([h["nops"]])[0])
@@ -666,7 +703,8 @@ class GPUBackend:
                 if npairs:
                     h["mod"].get_function("compact_ops")(
                         (-(-npairs * 32 // THREADS),), (THREADS,),
-                        (h["off"], offs, np.int32(npairs), h["code"], h["len"], code, length))
+                        (h["off"], offs, np.int32(npairs), h["code"], h["len"], flip, code,
+                         length))
                 arrays += [code, length]
                 self._add("compact", time.perf_counter() - t_ops)
             freed = cp.cuda.Event()
@@ -689,12 +727,10 @@ class GPUBackend:
             if job.traceback:
                 qb_h, tb_h, ident_h, alen_h, code_h, len_h = got[5:]
             else:
-                qb_h = tb_h = ident_h = alen_h = np.full(npairs, -1, np.int32)
-                offs_h = np.zeros(npairs + 1, np.int64)
+                qb_h = tb_h = ident_h = alen_h = self._constant(npairs, -1, np.int32)
+                offs_h = self._constant(npairs + 1, 0, np.int64)
                 code_h, len_h = np.zeros(0, np.uint8), np.zeros(0, np.int32)
-            batch = PairBatch(query=got[0].astype(np.int64),
-                              target=got[1].astype(np.int64) - h["col_base"],
-                              score=got[2], query_begin=qb_h, query_end=got[3],
+            batch = PairBatch(query=got[0], target=got[1], score=got[2], query_begin=qb_h, query_end=got[3],
                               target_begin=tb_h, target_end=got[4], identities=ident_h,
                               length=alen_h, op_offsets=offs_h, op_code=code_h,
                               op_len=len_h)

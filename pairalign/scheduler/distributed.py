@@ -133,10 +133,13 @@ def _cpu_of(entry: dict, job: Job, max_memory: int):
 
 
 def _run_on(job: Job, backend, state, windows) -> list[PairBatch]:
+    """Batches of ``windows`` on ``backend``, in input indices."""
+    from ..engine import in_input
+
     runner = getattr(backend, "run_windows", None)
     if runner is not None:
-        return list(runner(job, state, windows))
-    return [backend.run_window(job, state, w) for w in windows]
+        return [in_input(job, backend, b) for b in runner(job, state, windows)]
+    return [in_input(job, backend, backend.run_window(job, state, w)) for w in windows]
 
 
 def _run_window(job, entry, w, max_memory, depth=0) -> list[PairBatch]:
@@ -151,7 +154,7 @@ def _run_window(job, entry, w, max_memory, depth=0) -> list[PairBatch]:
         too_large = [x for x, ok in parts if not ok]
         if too_large:
             cpu, cpu_state = _cpu_of(entry, job, max_memory)
-            out += [cpu.run_window(job, cpu_state, x) for x in too_large]
+            out += _run_on(job, cpu, cpu_state, too_large)
         return out
     except Exception:
         recover(backend)
@@ -162,15 +165,13 @@ def _run_window(job, entry, w, max_memory, depth=0) -> list[PairBatch]:
                     for b in _run_window(job, entry, sub, max_memory, depth + 1)]
         if getattr(backend, "name", "") != "cpu":
             cpu, cpu_state = _cpu_of(entry, job, max_memory)
-            return [cpu.run_window(job, cpu_state, w)]
+            return _run_on(job, cpu, cpu_state, [w])
         raise
 
 
 def run_window_task(job: Job, token: str, w, kind: str = "auto",
                     max_memory: int = 4 << 30) -> tuple[PairBatch, float, str]:
     """One window on this Dask worker: the batch (input indices), seconds, worker label."""
-    from ..engine import to_input
-
     entry = _worker_entry(job, token, kind, max_memory)
     with entry["lock"]:  # one window at a time per worker: the backend is not re-entrant
         bind_thread(entry["backend"])
@@ -180,7 +181,7 @@ def run_window_task(job: Job, token: str, w, kind: str = "auto",
     batch = PairBatch.concat(batches)
     if len(batch) != w.pairs:
         raise RuntimeError(f"worker returned {len(batch)} pairs for a window of {w.pairs}")
-    return to_input(job, batch, own=True), seconds, entry["label"]
+    return batch, seconds, entry["label"]
 
 
 def forget(token: str) -> int:
