@@ -182,8 +182,8 @@ def test_packed_near_16_bit_limit(monkeypatch, mode, traceback):
 @pytest.mark.parametrize("traceback", [True, False])
 def test_layout_kernel_expands_the_plan(triangle, traceback):
     """``layout_pairs`` on the device writes, entry for entry, what the NumPy
-    twin of gpu_layout computes from the host's plan (couples, wide pairs,
-    whole warps and the rest; 16- and 32-bit windows)."""
+    twin of gpu_layout computes from the host's plan (query couples score-only,
+    couples, wide pairs, whole warps and the rest; 16- and 32-bit windows)."""
     from pairalign.job import Job, SortedSet
     from pairalign.kernels.gpu_layout import expand
     from pairalign.scheduler.windows import plan_windows
@@ -217,9 +217,10 @@ def test_layout_kernel_expands_the_plan(triangle, traceback):
                 assert np.array_equal(got[k].get(), v), (w, k)
         assert np.array_equal(lay["warp_m"].get(), plan.warp_m)
         seen.add((plan.npack > 0, plan.nwide > plan.npack, npairs > plan.nwide,
-                  job.score_dtype(w).itemsize))
-    kinds = {k for s in seen for k, on in zip(("packed", "wide", "narrow"), s[:3]) if on}
-    assert kinds == {"packed", "wide", "narrow"}
+                  job.score_dtype(w).itemsize, plan.query_warps > 0))
+    kinds = {k for s in seen for k, on in zip(("packed", "wide", "narrow", "query"),
+                                              s[:3] + s[4:]) if on}
+    assert kinds == {"packed", "wide", "narrow"} | ({"query"} if not traceback else set())
     assert {s[3] for s in seen} == {2, 4}
 
 

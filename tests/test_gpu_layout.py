@@ -31,17 +31,18 @@ def fits_below(limit):
 
 
 def expanded(rows_len, cols_len, w, traceback, steps=STEPS, fits16=None, score_bytes=2,
-             col_base=0, per_warp=1, stripes=1):
+             col_base=0, per_warp=1, stripes=1, query=False):
     plan = plan_window(rows_len, cols_len, w, traceback=traceback, wide_steps=steps,
                        fits16=fits16, score_bytes=score_bytes, couples_per_warp=per_warp,
-                       couple_stripes=stripes)
+                       couple_stripes=stripes, query_couples=query)
     return plan, expand(plan, rows_len, cols_len, col_base, traceback)
 
 
 def check_plan(plan, lay, rows_len, cols_len, w, traceback, steps, fits16, col_base=0,
-               per_warp=1, stripes=1):
+               per_warp=1, stripes=1, query=False):
     """Every pair once, in the launch order of gpu_layout's docstring, with
-    buffers that neither overlap nor fall short of what the kernels write."""
+    buffers that neither overlap nor fall short of what the kernels write.
+    ``query``: query couples asked for."""
     r, c = lay["rows"].astype(np.int64), lay["cols"].astype(np.int64) - col_base
     n, m = rows_len[r], cols_len[c]
     # every pair of the window once
@@ -57,28 +58,49 @@ def check_plan(plan, lay, rows_len, cols_len, w, traceback, steps, fits16, col_b
     if fits16 is None:
         assert npack == 0
     fit = np.asarray(fits16(n, m), bool) if fits16 is not None else np.zeros(n.size, bool)
-    a, b = slice(0, npack, 2), slice(1, npack, 2)
+    cw = plan.couple_warps.astype(np.int64)
+    nq = 2 * int(cw[plan.query_warps])  # query couples' pairs, first
+    if not query:
+        assert nq == 0
+    # query couples: rows 2k and 2k + 1 of the window against one target, and
+    # every target both pack is in one
+    a, b = slice(0, nq, 2), slice(1, nq, 2)
+    assert fit[:nq].all() and (r[b] == r[a] + 1).all() and (c[a] == c[b]).all()
+    assert ((r[a] - w.r0) % 2 == 0).all()
+    if query and fits16 is not None:
+        packs = is_wide & fit
+        for x in range(w.r0, w.r1 - 1, 2):
+            both = set(c[(r == x) & packs].tolist()) & set(c[(r == x + 1) & packs].tolist())
+            assert set(c[a][r[a] == x].tolist()) == both
+    # couples: two neighbouring targets of one row, both fit, the longer first
+    a, b = slice(nq, npack, 2), slice(nq + 1, npack, 2)
     assert fit[:npack].all() and (r[a] == r[b]).all() and (c[b] == c[a] + 1).all()
     assert (m[a] >= m[b]).all()
-    # the packed kernel's warps: the couples in order, up to per_warp a warp, all
-    # of one row; a warp with fewer is its row's last
-    cw = plan.couple_warps.astype(np.int64)
+    # the packed kernels' warps: the couples in order, up to per_warp a warp, all
+    # of one row (or row couple) and kind; a warp with fewer is its row's last
+    a, b = slice(0, npack, 2), slice(1, npack, 2)
     assert cw[0] == 0 and cw[-1] == npack // 2
     size = np.diff(cw)
     assert (size >= 1).all() and (size <= per_warp).all()
     warp_of = np.repeat(np.arange(size.size), size)
+    kind = np.arange(npack // 2) < nq // 2  # a query couple
     assert np.array_equal(r[a], r[2 * cw[warp_of]])
+    assert np.array_equal(kind, kind[cw[warp_of]])
+    assert (kind[cw[:-1]] == (np.arange(size.size) < plan.query_warps)).all()
     short = np.flatnonzero(size[:-1] < per_warp)
-    assert (r[2 * cw[short + 1]] != r[2 * cw[short]]).all()
+    first = cw[short + 1], cw[short]
+    assert ((r[2 * first[0]] != r[2 * first[1]]) | (kind[first[0]] != kind[first[1]])).all()
     # the other wide pairs row-major, at most one that fits a row (no partner)
     key = r * 100000 + c
     assert (np.diff(key[npack:nwide]) > 0).all()
     others = slice(npack, nwide)
     if fits16 is not None:
-        assert np.bincount(r[others][fit[others]], minlength=w.r1).max(initial=0) <= 1
-        # every row packs all of its fitting wide pairs but one at most
+        # a row leaves at most one fitting wide pair without a partner (two
+        # with query couples: one on each side of the targets it shares)
+        alone = 2 if query else 1
+        assert np.bincount(r[others][fit[others]], minlength=w.r1).max(initial=0) <= alone
         per_row = np.bincount(r[:nwide][fit[:nwide]], minlength=w.r1)
-        assert (np.bincount(r[:npack], minlength=w.r1) >= per_row - 1).all()
+        assert (np.bincount(r[:npack], minlength=w.r1) >= per_row - alone).all()
     # narrow: each row's first pairs in whole warps of 32, then the rest by length
     nr, nc = r[nwide:], c[nwide:]
     grouped = []
@@ -133,9 +155,12 @@ def check_plan(plan, lay, rows_len, cols_len, w, traceback, steps, fits16, col_b
 @pytest.mark.parametrize("triangle", [False, True])
 @pytest.mark.parametrize("longest", [300, 900])
 @pytest.mark.parametrize("traceback", [False, True])
-@pytest.mark.parametrize("per_warp,stripes", [(1, 1), (4, 1), (4, 2)])
+@pytest.mark.parametrize("per_warp,stripes,query", [(1, 1, False), (4, 1, False),
+                                                    (4, 2, False), (8, 1, True)])
 def test_plan_orders_pairs_and_sizes_buffers(seed, triangle, longest, traceback, per_warp,
-                                             stripes):
+                                             stripes, query):
+    if query and traceback:
+        pytest.skip("query couples are score-only")
     rng = np.random.default_rng(seed)
     count = 150
     rows_len = lengths_sorted(rng, count, longest)
@@ -147,10 +172,12 @@ def test_plan_orders_pairs_and_sizes_buffers(seed, triangle, longest, traceback,
     fits16 = fits_below(int(np.quantile(cols_len[w.c0:w.c1], 0.8)))
     plan, lay = expanded(rows_len, cols_len, w, traceback, steps, fits16,
                          score_bytes=2 if seed % 2 else 4, col_base=0 if triangle else count,
-                         per_warp=per_warp, stripes=stripes)
+                         per_warp=per_warp, stripes=stripes, query=query)
     assert plan.npack and plan.nwide > plan.npack and plan.npairs > plan.nwide
+    assert (plan.query_warps > 0) == query
     check_plan(plan, lay, rows_len, cols_len, w, traceback, steps, fits16,
-               col_base=0 if triangle else count, per_warp=per_warp, stripes=stripes)
+               col_base=0 if triangle else count, per_warp=per_warp, stripes=stripes,
+               query=query)
 
 
 @pytest.mark.parametrize("steps", [None, 1, 1 << 40])
@@ -197,7 +224,8 @@ def test_plan_of_a_job_sizes_windows_without_a_device(traceback):
         steps = gpu_backend.WIDE_STEPS if traceback else gpu_backend.WIDE_STEPS_SCORE_ONLY
         rows, group = gpu_backend._pack_shape(traceback, job.mode)
         check_plan(plan, lay, lengths, lengths, w, traceback, steps, job.scoring.fits_int16,
-                   per_warp=32 // group, stripes=rows // 8 if traceback else 1)
+                   per_warp=32 // group, stripes=rows // 8 if traceback else 1,
+                   query=not traceback)
         assert plan.npairs == w.pairs
         packed += plan.npack
         unpacked += plan.nwide - plan.npack
@@ -289,9 +317,10 @@ def test_plan_refuses_unsorted_lengths():
                         st.integers(1, 70)),
        steps=st.one_of(st.none(), st.integers(1, 3000)), fit=st.integers(0, 400),
        traceback=st.booleans(), score_bytes=st.sampled_from([2, 4]),
-       per_warp=st.sampled_from([1, 2, 4, 8]), stripes=st.sampled_from([1, 2]))
+       per_warp=st.sampled_from([1, 2, 4, 8]), stripes=st.sampled_from([1, 2]),
+       query=st.booleans())
 def test_plan_holds_for_any_window(lengths, cols, corner, steps, fit, traceback, score_bytes,
-                                   per_warp, stripes):
+                                   per_warp, stripes, query):
     """Ties, lengths of 1, rows with no pairs, windows of one row or column,
     every pair wide or none: the same rules as above."""
     rows_len = np.sort(np.array(lengths, np.int64))[::-1]
@@ -301,9 +330,10 @@ def test_plan_holds_for_any_window(lengths, cols, corner, steps, fit, traceback,
     w = Window(r0, min(r0 + h, len(rows_len)), c0, min(c0 + wd, len(cols_len)), cols is None,
                0, 0)
     fits16 = fits_below(fit)
+    query = query and not traceback
     plan, lay = expanded(rows_len, cols_len, w, traceback, steps, fits16, score_bytes,
                          col_base=0 if cols is None else len(rows_len), per_warp=per_warp,
-                         stripes=stripes)
+                         stripes=stripes, query=query)
     check_plan(plan, lay, rows_len, cols_len, w, traceback, steps, fits16,
                col_base=0 if cols is None else len(rows_len), per_warp=per_warp,
-               stripes=stripes)
+               stripes=stripes, query=query)

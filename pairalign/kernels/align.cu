@@ -45,6 +45,9 @@
 //   instead of 32 lanes of one: with gs = PACK_TB_GROUP * TB_STRIPES, word
 //   (s, j) at ((s / gs) * (m + PACK_TB_GROUP - 1) + (j - 1) + l) * gs + s % gs,
 //   where l = (s % gs) / TB_STRIPES is the lane that fills it.
+// - query couples (score-only, local and global: fill2q, see fill_qpack): two
+//   queries (rows r and r + 1 of a window) against one target, launched
+//   before the other packed pairs.
 //
 // SCORE, the type of the stored boundary row, is int, or short where every score
 // fits (the host checks the bound): half the bytes moved per stripe.
@@ -553,6 +556,27 @@ struct Stripe2 {
             }
         }
     }
+
+    // track for query couples (fill_qpack): the low half's query of n0 rows,
+    // the high half's of n1, one target of m columns. Local mode reads
+    // neither (rows past a query's end score -128 and never hold a best
+    // cell); global takes each half's cell (n_k, m).
+    __device__ __forceinline__ void track_query(int i0, int j, int n0, int n1, int m,
+                                                unsigned& floor, int (&best)[2],
+                                                int (&bi)[2], int (&bj)[2]) const {
+        static_assert(mode != SEMIGLOBAL, "query couples: local or global");
+        if (mode == LOCAL) {
+            track(i0, j, n0, m, m, floor, best, bi, bj);
+        } else if (j == m) {
+#pragma unroll
+            for (int k = 0; k < 2; ++k) {
+                const int nk = k ? n1 : n0;
+                if (nk - 1 >= i0 && nk - 1 < i0 + R) {
+                    best[k] = half(row(nk - 1 - i0), k); bi[k] = nk; bj[k] = m;
+                }
+            }
+        }
+    }
 };
 
 // Where column j's profile entries start, in bytes from a lane's word of entry
@@ -669,6 +693,109 @@ __device__ __forceinline__ void fill_pack(
                     if (j <= m0) band0[t * G] = w0[0];
                     if (j <= m1) band1[t * G] = w1[0];
                 }
+            }
+        }
+    }
+}
+
+// Query couples (score-only, local or global): two queries, rows r and r + 1
+// of a window (a0 of n0 rows, a1 of n1), against one target b of m columns,
+// in the halves of each register as in fill_pack (low: a0's pair). Both
+// halves take the same target residue each column, so the warp's profile
+// joins the two queries: entry t, lane l holds, for each of the lane's R
+// rows, the scores of a0's and a1's residues against t as a ready pair of
+// 16-bit halves (-128 past a query's end: such rows never hold a best cell,
+// and nothing above them depends on them). A step loads its rows' pairs
+// without merging (fill_pack's PRMT a row). The groups of a warp share the
+// query couple, each has its own target.
+//
+// A lane's R words of entry t are R / 4 chunks of 16 bytes, chunk-major:
+// chunk q of lane l at prof[(t * R / 4 + q) * G + l], so that the G lanes of
+// a group load one chunk from consecutive addresses (a lane's words side by
+// side would put the lanes of a group 4 R bytes apart, on the same banks).
+template <int R, int G>
+__device__ __forceinline__ void build_query_profile(const int* matrix, int K, uint4* prof,
+                                                    const unsigned char* a0, int n0,
+                                                    const unsigned char* a1, int n1, int band,
+                                                    int lane) {
+    for (int k = lane; k < K * G; k += 32) {
+        const int t = k / G, l = k % G, i0 = (band * G + l) * R;
+        unsigned w[R];
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            const int v0 = i0 + r < n0 ? matrix[a0[i0 + r] * K + t] : -128;
+            const int v1 = i0 + r < n1 ? matrix[a1[i0 + r] * K + t] : -128;
+            w[r] = ((unsigned)v0 & 0xffffu) | ((unsigned)v1 << 16);
+        }
+#pragma unroll
+        for (int q = 0; q < R / 4; ++q)
+            prof[(t * (R / 4) + q) * G + l] = make_uint4(w[4 * q], w[4 * q + 1], w[4 * q + 2],
+                                                          w[4 * q + 3]);
+    }
+}
+
+template <int mode, int R, int G>
+__device__ __forceinline__ void fill_qpack(
+     const int* matrix, int K, uint4* prof, const unsigned char* a0, int n0,
+     const unsigned char* a1, int n1, const unsigned char* b, int m, int go, int ge,
+     unsigned* top_h, unsigned* top_f, int lane, int (&best)[2], int (&bi)[2], int (&bj)[2])
+{
+    const int gl = lane & (G - 1);
+    const int n = max(n0, n1);
+    for (int j = gl; j <= m; j += G) {
+        const int h0 = mode == GLOBAL ? gap_boundary(j, go, ge) : 0;
+        top_h[j] = pack2(h0);
+        top_f[j] = pack2(h0 - go);
+    }
+    const unsigned go2 = pack2(-go), ge2 = pack2(-ge);
+    unsigned floor = 0;
+    const int nstripes = (n + R - 1) / R;
+    Stripe2<mode, false, R> st;
+    for (int band = 0; band * G < nstripes; ++band) {
+        __syncwarp();
+        const int i0 = (band * G + gl) * R;
+        const int last = min(G - 1, nstripes - 1 - band * G);
+        st.start(i0, go, ge);
+        build_query_profile<R, G>(matrix, K, prof, a0, n0, a1, n1, band, lane);
+        __syncwarp();
+        unsigned diag = pack2((mode == GLOBAL) ? gap_boundary(i0, go, ge) : 0);
+        unsigned out_h = 0, out_f = pack2(NEG16);
+        BandTop<unsigned, G> above(top_h, top_f, gl, m, pack2(NEG16));
+        // column j's profile entry, as a byte offset from this lane's word of
+        // entry 0, travels as in fill_pack
+        const char* plane = reinterpret_cast<const char*>(prof + gl);
+        unsigned cols = 0, col = 0;
+        const unsigned mine = gl <= last ? (unsigned)m : 0u;
+        const int group_steps = m + last;
+        const int steps = G == 32 ? group_steps
+                                  : (int)__reduce_max_sync(FULL, (unsigned)group_steps);
+        for (int t = 0; t < steps; ++t) {
+            unsigned hup, fup;
+            above.step(top_h, top_f, t, gl, m, out_h, out_f, hup, fup);
+            if ((t & (G - 1)) == 0) {
+                const int jj = t + gl + 1;
+                cols = (jj <= m ? (unsigned)b[jj - 1] : 0u) * (unsigned)(R / 4 * G * sizeof(uint4));
+            }
+            const unsigned from_left = __shfl_up_sync(FULL, col, 1, G);
+            const unsigned from_group = __shfl_sync(FULL, cols, t & (G - 1), G);
+            col = gl == 0 ? from_group : from_left;
+            const int j = t - gl + 1;
+            if ((unsigned)(t - gl) < mine) {
+                const unsigned d0 = diag;
+                diag = hup;
+                const uint4* pw = reinterpret_cast<const uint4*>(plane + col);
+                unsigned sub[R];
+#pragma unroll
+                for (int q = 0; q < R / 4; ++q) {
+                    const uint4 v = pw[q * G];
+                    sub[4 * q] = v.x; sub[4 * q + 1] = v.y; sub[4 * q + 2] = v.z; sub[4 * q + 3] = v.w;
+                }
+                unsigned w0[R / 8], w1[R / 8];
+                st.column(sub, d0, hup, fup, go2, ge2, w0, w1);
+                st.track_query(i0, j, n0, n1, m, floor, best, bi, bj);
+                out_h = hup;
+                out_f = fup;
+                if (gl == last) { top_h[j] = hup; top_f[j] = fup; }
             }
         }
     }
@@ -796,6 +923,56 @@ fill2(
         reinterpret_cast<unsigned*>(bnd_h + bo), reinterpret_cast<unsigned*>(bnd_f + bo),
         want_tb && real ? tb + off[p] : tb, want_tb && real ? tb + off[p + 1] : tb, lane,
         best, bi, bj);
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+        warp_best<G>(best[k], bi[k], bj[k]);
+        if (real && lane % G == 0) {
+            out_score[p + k] = best[k]; out_ei[p + k] = bi[k]; out_ej[p + k] = bj[k];
+        }
+    }
+}
+
+// Query couples (fill_qpack, score-only, local or global): couple c is pairs
+// 2c (row r, target t) and 2c + 1 (row r + 1, target t); warp w takes
+// couples couple_warps[w] to couple_warps[w + 1], all of one row couple, a
+// group of G lanes each, with the warp's joint profile (K entries of G
+// lanes' 4 R bytes: 12 KB at 32 x 4 for K = 24, 96 KB a block). The boundary
+// rows at boff[2c], a word (both halves) a column.
+template <int mode>
+__global__ void __launch_bounds__(256, 2)
+fill2q(
+     const unsigned char* __restrict__ codes, const long long* __restrict__ offsets,
+     const int* __restrict__ pair_row, const int* __restrict__ pair_col,
+     const int* __restrict__ couple_warps, const int nwarps,
+     const int* __restrict__ matrix, const int K, const int go, const int ge, const int neg,
+     SCORE* __restrict__ bnd_h, SCORE* __restrict__ bnd_f, const long long* __restrict__ boff,
+     int* __restrict__ out_score, int* __restrict__ out_ei, int* __restrict__ out_ej)
+{
+    constexpr int R = pack_rows(mode);
+    constexpr int G = pack_group(mode);
+    extern __shared__ int shared[];
+    const int warp = (int)((blockIdx.x * blockDim.x + threadIdx.x) / 32);
+    const int lane = threadIdx.x % 32;
+    if (warp >= nwarps) return;  // the whole warp
+    const int first = couple_warps[warp];
+    const int p = 2 * (first + lane / G);
+    const bool real = p < 2 * couple_warps[warp + 1];
+    const long long q0 = offsets[pair_row[2 * first]], q1 = offsets[pair_row[2 * first + 1]];
+    const int n0 = (int)(offsets[pair_row[2 * first] + 1] - q0);
+    const int n1 = (int)(offsets[pair_row[2 * first + 1] + 1] - q1);
+    long long t0 = 0, bo = 0;
+    int m = 0;
+    if (real) {
+        t0 = offsets[pair_col[p]];
+        m = (int)(offsets[pair_col[p] + 1] - t0);
+        bo = boff[p];
+    }
+    uint4* prof = reinterpret_cast<uint4*>(shared) + (threadIdx.x / 32) * K * G * (R / 4);
+    const int init = (mode == LOCAL) ? 0 : neg;
+    int best[2] = {init, init}, bi[2] = {0, 0}, bj[2] = {0, 0};
+    fill_qpack<mode, R, G>(matrix, K, prof, codes + q0, n0, codes + q1, n1, codes + t0, m, go, ge,
+                           reinterpret_cast<unsigned*>(bnd_h + bo),
+                           reinterpret_cast<unsigned*>(bnd_f + bo), lane, best, bi, bj);
 #pragma unroll
     for (int k = 0; k < 2; ++k) {
         warp_best<G>(best[k], bi[k], bj[k]);
@@ -942,7 +1119,8 @@ walk(
 // A window's pairs in launch order from the host's plan (gpu_layout.py, whose
 // expand() is this kernel in NumPy). Segment columns: first position, row,
 // first column, kind (1: couple), first traceback word, first boundary entry,
-// first operation slot, pairs. Columns are sorted positions of the column set,
+// first operation slot, pairs (kind 3: query couples, the pairs of rows r and
+// r + 1 with each target in turn). Columns are sorted positions of the column set,
 // joined at col_base; q2 sums every other column length (stride2_prefix);
 // couples' words are laid out by bands of PACK_TB_GROUP lanes of TB_STRIPES
 // stripes (the plan's couple_lanes and couple_stripes with traceback).
@@ -964,7 +1142,9 @@ layout_pairs(
     }
     const long long* s = seg + (long long)lo * SEG_COLS;
     const long long i = p - s[0];
-    const int r = (int)s[1], c0 = (int)s[2], c = c0 + (int)i;
+    const bool query_couple = s[3] == 3;  // pairs (row, c), (row + 1, c): score-only
+    const long long k = query_couple ? i / 2 : i;  // the target's place in the segment
+    const int r = (int)s[1] + (query_couple ? (int)(i % 2) : 0), c0 = (int)s[2], c = c0 + (int)k;
     const long long n = offsets[r + 1] - offsets[r];
     const long long span = offsets[col_base + c] - offsets[col_base + c0];
     rows[p] = r;
@@ -976,7 +1156,10 @@ layout_pairs(
         const long long bands = ((n + STRIPE - 1) / STRIPE + gs - 1) / gs;
         off[p] = s[4] + (want_tb ? bands * gs * (span + (g - 1) * i) : 0);
         const long long h = (i + 1) / 2;
-        boff[p] = s[5] + (s[3] == 1 ? couple_scale * (q2[c0 + 2 * h] - q2[c0] + h) : span + i);
+        boff[p] = s[5] + (s[3] == 1 ? couple_scale * (q2[c0 + 2 * h] - q2[c0] + h)
+                          : query_couple ? couple_scale * (offsets[col_base + c0 + h]
+                                                           - offsets[col_base + c0] + h)
+                          : span + i);
     }
 }
 

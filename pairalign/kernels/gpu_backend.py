@@ -34,6 +34,11 @@ WIDE_STEPS_SCORE_ONLY: int | None = 1 << 11
 PACKED = True
 #: The same with traceback.
 PACKED_TRACEBACK = True
+#: Score-only local and global windows pack, besides, two queries (rows 2k and
+#: 2k + 1 of a window) against each target both pack (``fill2q``): both halves
+#: take one target residue a column, so each row's two scores are one word of
+#: a joint profile, without fill2's merge (a PRMT a row of every step).
+QUERY_COUPLES = True
 #: Score-only packed pairs, per mode: query rows a lane (8, 16 or 32) and lanes
 #: a group (4, 8, 16 or 32), a couple (one query, two targets) a group, the
 #: groups of a warp of one query. 32 x 4 shares a step's bookkeeping among
@@ -153,8 +158,9 @@ def _covered(spans: np.ndarray) -> float:
 class GPUBackend:
     """CUDA kernels through CuPy (``align.cu``): the smallest pairs one thread
     each, the others a warp each, those whose scores fit 16 bits two to a
-    group of 8 lanes (one query, two targets in the 16-bit halves of each
-    register; four such couples of one query a warp).
+    group of lanes (one query, two targets in the 16-bit halves of each
+    register, the couples of a warp of one query; score-only local and
+    global, two queries and one target where both queries pack it).
 
     Parameters
     ----------
@@ -211,6 +217,7 @@ class GPUBackend:
             cc = "".join(map(str, self.device.compute_capability))
             names = [f"fill<{m},{t}>" for m in range(3) for t in ("true", "false")]
             names += [f"fill2<{m},{t}>" for m in range(3) for t in ("true", "false")]
+            names += [f"fill2q<{m}>" for m in (0, 2)]
             names += [f"walk<{m}>" for m in range(3)]
             mod = cp.RawModule(code=src, options=(f"-arch=sm_{cc}", "-std=c++17",
                                                   f"-DSCORE={_CTYPE[dtype]}",
@@ -480,7 +487,9 @@ class GPUBackend:
                                fits16=job.scoring.fits_int16 if pack else None,
                                score_bytes=job.score_dtype(w).itemsize,
                                couples_per_warp=32 // _pack_shape(job.traceback, job.mode)[1],
-                               couple_stripes=PACK_ROWS_TRACEBACK // STRIPE)
+                               couple_stripes=PACK_ROWS_TRACEBACK // STRIPE,
+                               query_couples=(QUERY_COUPLES and pack and not job.traceback
+                                              and job.mode != "semiglobal"))
             self._plans[w] = plan
         return plan
 
@@ -608,13 +617,21 @@ class GPUBackend:
             tb_flag = "true" if job.traceback else "false"
             K = sc.matrix.shape[0]
             gaps = (np.int32(sc.gap_open), np.int32(sc.gap_extend), np.int32(NEG[dtype]))
-            if npack:  # a couple per group, 8 warps per block, a query profile per warp
-                rows, group = _pack_shape(job.traceback, job.mode)
+            rows, group = _pack_shape(job.traceback, job.mode)
+            nq = plan.query_warps
+            if nq:  # query couples: a joint profile of 4-byte words per warp
+                q_shared = 8 * K * group * rows * 4
+                self._function(mod, f"fill2q<{job.mode_code}>", q_shared)(
+                    (-(-nq // 8),), (THREADS,),
+                    (state["codes"], state["offsets"], d_row, d_col, lay["couple_warps"],
+                     np.int32(nq), state["matrix"], np.int32(K), *gaps, bnd_h, bnd_f,
+                     lay["boff"], h["score"], h["ei"], h["ej"]), shared_mem=q_shared)
+            nwarps = plan.couple_warps.size - 1 - nq
+            if nwarps:  # a couple per group, 8 warps per block, a query profile per warp
                 pack_shared = 8 * (K + 1) * group * rows
-                nwarps = plan.couple_warps.size - 1
                 self._function(mod, f"fill2<{job.mode_code},{tb_flag}>", pack_shared)(
                     (-(-nwarps // 8),), (THREADS,),
-                    (state["codes"], state["offsets"], d_row, d_col, lay["couple_warps"],
+                    (state["codes"], state["offsets"], d_row, d_col, lay["couple_warps"][nq:],
                      np.int32(nwarps),
                      state["matrix"], np.int32(K), *gaps, bnd_h, bnd_f, lay["boff"], tb,
                      lay["off"], h["score"], h["ei"], h["ej"]), shared_mem=pack_shared)

@@ -14,11 +14,16 @@ specification.
 
 Launch order (see :class:`LayoutPlan`):
 
-1. couples: each row's packed pairs two by two (``fill2``), rows in order; a
-   warp of ``fill2`` takes up to ``couples_per_warp`` couples of one row
-   (:attr:`LayoutPlan.couple_warps`);
+0. with ``query_couples`` (score-only), query couples: rows ``2k`` and
+   ``2k + 1`` of the window against each target both pack, the pairs of a
+   target one after the other (``fill2q``: one target, two queries in the
+   16-bit halves, so that each row's two scores are one profile word); a warp
+   takes up to ``couples_per_warp`` targets of one row couple;
+1. couples: each row's (other) packed pairs two by two (``fill2``), rows in
+   order; a warp of ``fill2`` takes up to ``couples_per_warp`` couples of one
+   row (:attr:`LayoutPlan.couple_warps`);
 2. the other wide pairs, row-major (a row's unpacked wide targets, then its
-   packed pair left without a partner, if any);
+   packed pairs left without a partner, if any);
 3. the narrow pairs of each row in whole warps of 32 (one query, 32
    neighbouring targets), rows in order;
 4. what is left of each row's narrow pairs (fewer than 32 a row), longest
@@ -41,7 +46,7 @@ from ..scheduler.windows import Window
 
 STRIPE = 8
 #: Segment kinds (the ``kind`` column of :attr:`LayoutPlan.segments`).
-WIDE, COUPLE, NARROW = 0, 1, 2
+WIDE, COUPLE, NARROW, QUERY_COUPLE = 0, 1, 2, 3
 #: Columns of :attr:`LayoutPlan.segments`.
 POS, ROW, COL, KIND, TB, BND, OPS, COUNT = range(8)
 
@@ -60,7 +65,7 @@ class LayoutPlan:
         are per warp), and its number of pairs.
     npairs, nwide, npack : int
         Pairs; wide ones (the first ``nwide``, couples included); packed ones
-        (the first ``npack``, an even number).
+        (the first ``npack``, an even number: query couples, then couples).
     warp_off, warp_boff : numpy.ndarray
         ``nwarps + 1`` int64: the traceback word and boundary entry at which
         each narrow warp's block starts, and the totals last.
@@ -68,8 +73,11 @@ class LayoutPlan:
         int32, each narrow warp's longest target.
     couple_warps : numpy.ndarray
         int32, ``nwarps + 1``: the first couple (pairs ``2c, 2c + 1``) of each
-        warp of the packed kernel, whose couples are of one row, and the
-        number of couples last.
+        warp of the packed kernels, whose couples are of one row (or one row
+        couple), and the number of couples last.
+    query_warps : int
+        The first ``query_warps`` warps of ``couple_warps`` hold query
+        couples (``fill2q``), the others couples of targets (``fill2``).
     couple_lanes : int
         Lanes of a couple's group (``32 // couples_per_warp``): the couples'
         traceback words are laid out by bands of this many lanes (the other
@@ -93,6 +101,7 @@ class LayoutPlan:
     warp_boff: np.ndarray
     warp_m: np.ndarray
     couple_warps: np.ndarray
+    query_warps: int
     couple_lanes: int
     couple_stripes: int
     tb_words: int
@@ -143,7 +152,7 @@ def _first_fit(n: np.ndarray, lengths: np.ndarray, lo: np.ndarray, hi: np.ndarra
 def plan_window(row_lengths: np.ndarray, col_lengths: np.ndarray, w: Window, *,
                 traceback: bool, wide_steps: int | None, fits16: Callable | None,
                 score_bytes: int, couples_per_warp: int = 1,
-                couple_stripes: int = 1) -> LayoutPlan:
+                couple_stripes: int = 1, query_couples: bool = False) -> LayoutPlan:
     """The launch layout of window ``w``.
 
     Parameters
@@ -167,7 +176,12 @@ def plan_window(row_lengths: np.ndarray, col_lengths: np.ndarray, w: Window, *,
         Couples a warp of the packed kernel takes (of one row): 1, 2, 4 or 8.
     couple_stripes : int
         Stripes a lane of the packed kernel holds with traceback (1 or 2).
+    query_couples : bool
+        Pack the targets that rows ``2k`` and ``2k + 1`` of the window both
+        pack as query couples (score-only: the walk knows no such couples).
     """
+    if query_couples and traceback:
+        raise ValueError("query couples are for score-only windows")
     rows_len = np.asarray(row_lengths, np.int64)
     cols_len = np.asarray(col_lengths, np.int64)
     if (np.diff(rows_len) > 0).any() or (np.diff(cols_len) > 0).any():
@@ -194,7 +208,20 @@ def plan_window(row_lengths: np.ndarray, col_lengths: np.ndarray, w: Window, *,
     if fits16 is not None and nw.any():
         npk = a + nw - _first_fit(n, cols_len, a, a + nw, fits16)
     unpacked = nw - npk
-    coupled = npk - npk % 2
+    lo, hi = a + unpacked, a + nw  # each row's packed targets
+    # query couples: rows 2k and 2k + 1's common packed targets [cl, cl + cn)
+    cl, cn = lo.copy(), np.zeros(r.size, np.int64)
+    if query_couples and r.size > 1:
+        e = np.arange(0, r.size - 1, 2)
+        both_lo = np.maximum(lo[e], lo[e + 1])
+        both_n = np.maximum(np.minimum(hi[e], hi[e + 1]) - both_lo, 0)
+        for x in (e, e + 1):
+            cl[x], cn[x] = both_lo, both_n
+    # what each row packs besides: the runs before and after the common ones
+    run1 = np.where(cn > 0, cl - lo, npk)
+    start2 = cl + cn
+    run2 = np.where(cn > 0, hi - start2, 0)
+    coupled = run1 - run1 % 2 + run2 - run2 % 2
     nn = count - nw
     grouped = nn - nn % 32
     left = nn % 32
@@ -206,10 +233,13 @@ def plan_window(row_lengths: np.ndarray, col_lengths: np.ndarray, w: Window, *,
     by = np.argsort(-key, kind="stable")
     rest_r, rest_c = rest_r[by], rest_c[by]
 
+    first = np.arange(0, r.size, 2)  # a row couple's first row, where it has any
     pieces = [  # (rows, first columns, pairs, kind) in launch order
-        (r, a + unpacked, coupled, COUPLE),
-        (np.repeat(r, 2), np.stack([a, a + nw - 1], 1).ravel(),
-         np.stack([unpacked, npk % 2], 1).ravel(), WIDE),
+        (r[first], cl[first], 2 * cn[first], QUERY_COUPLE),
+        (np.repeat(r, 2), np.stack([lo, start2], 1).ravel(),
+         np.stack([run1 - run1 % 2, run2 - run2 % 2], 1).ravel(), COUPLE),
+        (np.repeat(r, 3), np.stack([a, lo + run1 - 1, start2 + run2 - 1], 1).ravel(),
+         np.stack([unpacked, run1 % 2, run2 % 2], 1).ravel(), WIDE),
         (r, a + nw, grouped, NARROW),
         (rest_r, rest_c, np.ones(rest_r.size, np.int64), NARROW),
     ]
@@ -219,14 +249,19 @@ def plan_window(row_lengths: np.ndarray, col_lengths: np.ndarray, w: Window, *,
     seg_r, seg_c, seg_n, seg_kind = seg_r[keep], seg_c[keep], seg_n[keep], seg_kind[keep]
 
     seg_len = rows_len[seg_r]
-    span = col_prefix[seg_c + seg_n] - col_prefix[seg_c]  # sum of the targets' lengths
+    query_couple = seg_kind == QUERY_COUPLE
+    seg_cols = np.where(query_couple, seg_n // 2, seg_n)  # targets
+    span = col_prefix[seg_c + seg_cols] - col_prefix[seg_c]  # sum of the targets' lengths
     wide = seg_kind != NARROW
     lanes = np.where(seg_kind == COUPLE, 32 // couples_per_warp, 32)
     stripes = np.where(seg_kind == COUPLE, couple_stripes, 1)
     tb = (np.where(wide, band_words(seg_len, span, seg_n, lanes, stripes), 0) if traceback
           else 0 * seg_n)
-    couple_rows = (4 // score_bytes) * (q2[seg_c + seg_n] - q2[seg_c] + seg_n // 2)
-    bnd = np.where(seg_kind == COUPLE, couple_rows, np.where(wide, span + seg_n, 0))
+    # a couple's boundary row: a word (both halves) per column of its longer target
+    f = 4 // score_bytes
+    couple_rows = f * (q2[np.minimum(seg_c + seg_n, len(q2) - 1)] - q2[seg_c] + seg_n // 2)
+    bnd = np.where(seg_kind == COUPLE, couple_rows,
+                   np.where(query_couple, f * (span + seg_cols), np.where(wide, span + seg_n, 0)))
     ops = seg_n * seg_len + span if traceback else 0 * seg_n
 
     segments = np.zeros((seg_n.size, 8), np.int64)
@@ -249,15 +284,17 @@ def plan_window(row_lengths: np.ndarray, col_lengths: np.ndarray, w: Window, *,
     warp_off = _offsets(warp_tb) + int(tb[wide].sum())
     warp_boff = _offsets((wm + 1) * 32) + int(bnd[wide].sum())
     # the packed kernel's warps: each row's couples, couples_per_warp at a time
-    coupling = segments[:, KIND] == COUPLE
+    coupling = (segments[:, KIND] == COUPLE) | (segments[:, KIND] == QUERY_COUPLE)
     couples = segments[coupling, COUNT] // 2
     cwarps = -(-couples // couples_per_warp)
+    query_warps = int(cwarps[segments[coupling, KIND] == QUERY_COUPLE].sum())
     couple_warps = np.repeat(segments[coupling, POS] // 2, cwarps)
     couple_warps += couples_per_warp * _ranges(0 * cwarps, cwarps)
     couple_warps = np.append(couple_warps, couples.sum()).astype(np.int32)
     return LayoutPlan(segments=segments, npairs=int(seg_n.sum()), nwide=int(nw.sum()),
-                      npack=int(coupled.sum()), warp_off=warp_off, warp_boff=warp_boff,
-                      warp_m=wm.astype(np.int32), couple_warps=couple_warps,
+                      npack=int(coupled.sum() + 2 * cn[first].sum()), warp_off=warp_off,
+                      warp_boff=warp_boff, warp_m=wm.astype(np.int32),
+                      couple_warps=couple_warps, query_warps=query_warps,
                       couple_lanes=32 // couples_per_warp, couple_stripes=couple_stripes,
                       tb_words=int(warp_off[-1]),
                       bnd=int(warp_boff[-1]), ops=int(np.sum(ops)), score_bytes=score_bytes)
@@ -281,7 +318,10 @@ def expand(plan: LayoutPlan, row_lengths: np.ndarray, col_lengths: np.ndarray,
     s = np.searchsorted(seg[:, POS], p, side="right") - 1
     i = p - seg[s, POS]
     row, c0 = seg[s, ROW], seg[s, COL]
-    c = c0 + i
+    query_couple = seg[s, KIND] == QUERY_COUPLE  # pairs (row, c), (row + 1, c)
+    row = row + np.where(query_couple, i % 2, 0)
+    k = np.where(query_couple, i // 2, i)  # the target's place in its segment
+    c = c0 + k
     n = rows_len[row]
     span = col_prefix[c] - col_prefix[c0]
     op_off = np.append(seg[s, OPS] + i * n + span, plan.ops) if traceback else None
@@ -289,9 +329,11 @@ def expand(plan: LayoutPlan, row_lengths: np.ndarray, col_lengths: np.ndarray,
     lanes = np.where(coupled, plan.couple_lanes, 32)
     stripes = np.where(coupled, plan.couple_stripes, 1)
     off = seg[s, TB] + (band_words(n, span, i, lanes, stripes) if traceback else 0)
-    half = (i + 1) // 2
-    couple = (4 // plan.score_bytes) * (q2[c0 + 2 * half] - q2[c0] + half)
-    boff = seg[s, BND] + np.where(coupled, couple, span + i)
+    half = (i + 1) // 2  # couples before this pair's, or up to it
+    f = 4 // plan.score_bytes
+    couple = f * (q2[np.minimum(c0 + 2 * half, len(q2) - 1)] - q2[c0] + half)
+    query = f * (col_prefix[np.minimum(c0 + half, len(col_prefix) - 1)] - col_prefix[c0] + half)
+    boff = seg[s, BND] + np.where(coupled, couple, np.where(query_couple, query, span + i))
     nw = plan.nwide
     return {"rows": row.astype(np.int32), "cols": (c + col_base).astype(np.int32),
             "off": np.concatenate([off[:nw], plan.warp_off]),
