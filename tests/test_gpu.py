@@ -90,6 +90,33 @@ def warp_sequences():
             for k, n in enumerate(lengths)]
 
 
+@pytest.mark.parametrize("traceback", [True, False])
+@pytest.mark.parametrize("rows,group,tb_rows,tb_group", [(32, 4, 16, 8), (16, 8, 8, 8)])
+def test_query_couples_in_every_mode_they_take(monkeypatch, traceback, rows, group, tb_rows,
+                                               tb_group):
+    """Every pair packed, query couples wherever two queries pack a target, in
+    local and global mode with traceback and without (the run's default takes
+    them in fewer): queries of unequal lengths in one couple, rows past the
+    shorter one's end."""
+    monkeypatch.setattr(gpu_backend, "WIDE_STEPS", 0)
+    monkeypatch.setattr(gpu_backend, "WIDE_STEPS_SCORE_ONLY", 0)
+    monkeypatch.setattr(gpu_backend, "QUERY_COUPLE_MODES",
+                        dict.fromkeys((False, True), ("local", "global")))
+    monkeypatch.setattr(gpu_backend, "PACK_SHAPES",
+                        dict.fromkeys(("global", "semiglobal", "local"), (rows, group)))
+    monkeypatch.setattr(gpu_backend, "PACK_ROWS_TRACEBACK", tb_rows)
+    monkeypatch.setattr(gpu_backend, "PACK_GROUP_TRACEBACK", tb_group)
+    from pairalign.job import Job, SortedSet
+
+    seqs = warp_sequences()
+    sc = pairalign.Scoring.create("protein")
+    for mode in ("global", "local"):
+        assert gpu_backend.GPUBackend._query_band(
+            Job(mode, sc, traceback, SortedSet.encode(seqs, sc)))
+        cpu, gpu = both(seqs, mode=mode, traceback=traceback)
+        assert_same(cpu, gpu)
+
+
 @pytest.mark.parametrize("rows,group,tb_rows,tb_group", [
     (8, 32, 8, 32), (8, 8, 16, 16), (16, 16, 8, 4), (16, 4, 16, 32), (32, 4, 16, 8),
     (32, 8, 8, 8)])
@@ -220,7 +247,7 @@ def test_layout_kernel_expands_the_plan(triangle, traceback):
                   job.score_dtype(w).itemsize, plan.query_warps > 0))
     kinds = {k for s in seen for k, on in zip(("packed", "wide", "narrow", "query"),
                                               s[:3] + s[4:]) if on}
-    assert kinds == {"packed", "wide", "narrow"} | ({"query"} if not traceback else set())
+    assert kinds == {"packed", "wide", "narrow", "query"}  # local: query couples both ways
     assert {s[3] for s in seen} == {2, 4}
 
 

@@ -31,18 +31,18 @@ def fits_below(limit):
 
 
 def expanded(rows_len, cols_len, w, traceback, steps=STEPS, fits16=None, score_bytes=2,
-             col_base=0, per_warp=1, stripes=1, query=False):
+             col_base=0, per_warp=1, stripes=1, query=0):
     plan = plan_window(rows_len, cols_len, w, traceback=traceback, wide_steps=steps,
                        fits16=fits16, score_bytes=score_bytes, couples_per_warp=per_warp,
-                       couple_stripes=stripes, query_couples=query)
+                       couple_stripes=stripes, query_band=query)
     return plan, expand(plan, rows_len, cols_len, col_base, traceback)
 
 
 def check_plan(plan, lay, rows_len, cols_len, w, traceback, steps, fits16, col_base=0,
-               per_warp=1, stripes=1, query=False):
+               per_warp=1, stripes=1, query=0):
     """Every pair once, in the launch order of gpu_layout's docstring, with
     buffers that neither overlap nor fall short of what the kernels write.
-    ``query``: query couples asked for."""
+    ``query``: rows of a query couple's band (0: no query couples)."""
     r, c = lay["rows"].astype(np.int64), lay["cols"].astype(np.int64) - col_base
     n, m = rows_len[r], cols_len[c]
     # every pair of the window once
@@ -71,6 +71,8 @@ def check_plan(plan, lay, rows_len, cols_len, w, traceback, steps, fits16, col_b
         packs = is_wide & fit
         for x in range(w.r0, w.r1 - 1, 2):
             both = set(c[(r == x) & packs].tolist()) & set(c[(r == x + 1) & packs].tolist())
+            if -(-rows_len[x] // query) != -(-rows_len[x + 1] // query):
+                both = set()  # the shorter query would run the longer one's extra band
             assert set(c[a][r[a] == x].tolist()) == both
     # couples: two neighbouring targets of one row, both fit, the longer first
     a, b = slice(nq, npack, 2), slice(nq + 1, npack, 2)
@@ -117,7 +119,10 @@ def check_plan(plan, lay, rows_len, cols_len, w, traceback, steps, fits16, col_b
     f = 4 // plan.score_bytes
     lanes = np.where(np.arange(nwide) < npack, 32 // per_warp, 32)
     per_band = lanes * np.where(np.arange(nwide) < npack, stripes, 1)  # stripes a band
-    bands = ((n[:nwide] + 7) // 8 + per_band - 1) // per_band
+    # a query couple's pairs take the bands of the longer query, its first
+    n_bands = n[:nwide].copy()
+    n_bands[1:nq:2] = n[0:nq:2]
+    bands = ((n_bands + 7) // 8 + per_band - 1) // per_band
     tb = bands * (m[:nwide] + lanes - 1) * per_band if traceback else 0 * n[:nwide]
     assert np.array_equal(np.diff(off[:nwide + 1]), tb)
     bnd = m[:nwide] + 1
@@ -155,12 +160,10 @@ def check_plan(plan, lay, rows_len, cols_len, w, traceback, steps, fits16, col_b
 @pytest.mark.parametrize("triangle", [False, True])
 @pytest.mark.parametrize("longest", [300, 900])
 @pytest.mark.parametrize("traceback", [False, True])
-@pytest.mark.parametrize("per_warp,stripes,query", [(1, 1, False), (4, 1, False),
-                                                    (4, 2, False), (8, 1, True)])
+@pytest.mark.parametrize("per_warp,stripes,query", [(1, 1, 0), (4, 1, 0), (4, 2, 0),
+                                                    (8, 1, 128), (4, 2, 32)])
 def test_plan_orders_pairs_and_sizes_buffers(seed, triangle, longest, traceback, per_warp,
                                              stripes, query):
-    if query and traceback:
-        pytest.skip("query couples are score-only")
     rng = np.random.default_rng(seed)
     count = 150
     rows_len = lengths_sorted(rng, count, longest)
@@ -174,7 +177,7 @@ def test_plan_orders_pairs_and_sizes_buffers(seed, triangle, longest, traceback,
                          score_bytes=2 if seed % 2 else 4, col_base=0 if triangle else count,
                          per_warp=per_warp, stripes=stripes, query=query)
     assert plan.npack and plan.nwide > plan.npack and plan.npairs > plan.nwide
-    assert (plan.query_warps > 0) == query
+    assert (plan.query_warps > 0) == bool(query)
     check_plan(plan, lay, rows_len, cols_len, w, traceback, steps, fits16,
                col_base=0 if triangle else count, per_warp=per_warp, stripes=stripes,
                query=query)
@@ -225,7 +228,7 @@ def test_plan_of_a_job_sizes_windows_without_a_device(traceback):
         rows, group = gpu_backend._pack_shape(traceback, job.mode)
         check_plan(plan, lay, lengths, lengths, w, traceback, steps, job.scoring.fits_int16,
                    per_warp=32 // group, stripes=rows // 8 if traceback else 1,
-                   query=not traceback)
+                   query=be._query_band(job))
         assert plan.npairs == w.pairs
         packed += plan.npack
         unpacked += plan.nwide - plan.npack
@@ -318,7 +321,7 @@ def test_plan_refuses_unsorted_lengths():
        steps=st.one_of(st.none(), st.integers(1, 3000)), fit=st.integers(0, 400),
        traceback=st.booleans(), score_bytes=st.sampled_from([2, 4]),
        per_warp=st.sampled_from([1, 2, 4, 8]), stripes=st.sampled_from([1, 2]),
-       query=st.booleans())
+       query=st.sampled_from([0, 1, 8, 128]))
 def test_plan_holds_for_any_window(lengths, cols, corner, steps, fit, traceback, score_bytes,
                                    per_warp, stripes, query):
     """Ties, lengths of 1, rows with no pairs, windows of one row or column,
@@ -330,7 +333,6 @@ def test_plan_holds_for_any_window(lengths, cols, corner, steps, fit, traceback,
     w = Window(r0, min(r0 + h, len(rows_len)), c0, min(c0 + wd, len(cols_len)), cols is None,
                0, 0)
     fits16 = fits_below(fit)
-    query = query and not traceback
     plan, lay = expanded(rows_len, cols_len, w, traceback, steps, fits16, score_bytes,
                          col_base=0 if cols is None else len(rows_len), per_warp=per_warp,
                          stripes=stripes, query=query)

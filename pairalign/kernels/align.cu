@@ -45,9 +45,10 @@
 //   instead of 32 lanes of one: with gs = PACK_TB_GROUP * TB_STRIPES, word
 //   (s, j) at ((s / gs) * (m + PACK_TB_GROUP - 1) + (j - 1) + l) * gs + s % gs,
 //   where l = (s % gs) / TB_STRIPES is the lane that fills it.
-// - query couples (score-only, local and global: fill2q, see fill_qpack): two
-//   queries (rows r and r + 1 of a window) against one target, launched
-//   before the other packed pairs.
+// - query couples (local and global: fill_qpack): two queries (rows r and
+//   r + 1 of a window) against one target, the packed kernel's first warps
+//   (fill2); with traceback each pair's words in the couples'
+//   layout above, both with the bands of the longer query (the first).
 //
 // SCORE, the type of the stored boundary row, is int, or short where every score
 // fits (the host checks the bound): half the bytes moved per stripe.
@@ -698,7 +699,7 @@ __device__ __forceinline__ void fill_pack(
     }
 }
 
-// Query couples (score-only, local or global): two queries, rows r and r + 1
+// Query couples (local or global): two queries, rows r and r + 1
 // of a window (a0 of n0 rows, a1 of n1), against one target b of m columns,
 // in the halves of each register as in fill_pack (low: a0's pair). Both
 // halves take the same target residue each column, so the warp's profile
@@ -734,11 +735,12 @@ __device__ __forceinline__ void build_query_profile(const int* matrix, int K, ui
     }
 }
 
-template <int mode, int R, int G>
+template <int mode, bool want_tb, int R, int G>
 __device__ __forceinline__ void fill_qpack(
      const int* matrix, int K, uint4* prof, const unsigned char* a0, int n0,
      const unsigned char* a1, int n1, const unsigned char* b, int m, int go, int ge,
-     unsigned* top_h, unsigned* top_f, int lane, int (&best)[2], int (&bi)[2], int (&bj)[2])
+     unsigned* top_h, unsigned* top_f, unsigned* tb0, unsigned* tb1, int lane,
+     int (&best)[2], int (&bi)[2], int (&bj)[2])
 {
     const int gl = lane & (G - 1);
     const int n = max(n0, n1);
@@ -750,13 +752,17 @@ __device__ __forceinline__ void fill_qpack(
     const unsigned go2 = pack2(-go), ge2 = pack2(-ge);
     unsigned floor = 0;
     const int nstripes = (n + R - 1) / R;
-    Stripe2<mode, false, R> st;
+    Stripe2<mode, want_tb, R> st;
+    constexpr int S = R / 8;  // stripes a lane: words a step (with traceback)
     for (int band = 0; band * G < nstripes; ++band) {
         __syncwarp();
         const int i0 = (band * G + gl) * R;
         const int last = min(G - 1, nstripes - 1 - band * G);
         st.start(i0, go, ge);
         build_query_profile<R, G>(matrix, K, prof, a0, n0, a1, n1, band, lane);
+        // both pairs' words in the couples' layout of the longer query
+        unsigned* const band0 = tb0 + ((long long)band * (m + G - 1) * G + gl) * S;
+        unsigned* const band1 = tb1 + ((long long)band * (m + G - 1) * G + gl) * S;
         __syncwarp();
         unsigned diag = pack2((mode == GLOBAL) ? gap_boundary(i0, go, ge) : 0);
         unsigned out_h = 0, out_f = pack2(NEG16);
@@ -796,6 +802,13 @@ __device__ __forceinline__ void fill_qpack(
                 out_h = hup;
                 out_f = fup;
                 if (gl == last) { top_h[j] = hup; top_f[j] = fup; }
+                if constexpr (want_tb && S == 2) {  // one 8-byte store a pair
+                    *reinterpret_cast<uint2*>(band0 + t * G * S) = make_uint2(w0[0], w0[1]);
+                    *reinterpret_cast<uint2*>(band1 + t * G * S) = make_uint2(w1[0], w1[1]);
+                } else if constexpr (want_tb) {
+                    band0[t * G] = w0[0];
+                    band1[t * G] = w1[0];
+                }
             }
         }
     }
@@ -875,8 +888,12 @@ fill(
 // Pairs 2c and 2c + 1 (one query) in group c (fill_pack), couples
 // couple_warps[w] to couple_warps[w + 1] (at most 32 / G) in warp w, all of
 // one query; the boundary rows at boff[2c], each pair's traceback words at
-// off[p]. A launch of its own, so that its registers do not bound those of
-// fill. Blocks per SM (registers per thread: 80 at 3, 128 at 2): with
+// off[p]. The first nquery warps hold query couples instead (local and
+// global: fill_qpack; pair 2c + 1's query is row r + 1), with a joint
+// profile per warp (K entries of G lanes' 4 R bytes: 12 KB at 32 x 4 for K
+// = 24, 96 KB a block); one launch for both, so that the second kind's
+// warps fill the first one's tail. A launch of its own, so that its
+// registers do not bound those of fill. Blocks per SM (registers per thread: 80 at 3, 128 at 2): with
 // traceback PACK_TB_BLOCKS. Score-only, 16
 // rows a lane take 94-118 registers at 2; at 3 local spills 24 bytes and runs
 // as fast, semiglobal 164 and runs 1.6x slower, global 44-60 and runs 1.13x
@@ -888,7 +905,7 @@ __global__ void __launch_bounds__(256, want_tb ? PACK_TB_BLOCKS
 fill2(
      const unsigned char* __restrict__ codes, const long long* __restrict__ offsets,
      const int* __restrict__ pair_row, const int* __restrict__ pair_col,
-     const int* __restrict__ couple_warps, const int nwarps,
+     const int* __restrict__ couple_warps, const int nwarps, const int nquery,
      const int* __restrict__ matrix, const int K, const int go, const int ge, const int neg,
      SCORE* __restrict__ bnd_h, SCORE* __restrict__ bnd_f, const long long* __restrict__ boff,
      unsigned int* __restrict__ tb, const long long* __restrict__ off,
@@ -915,64 +932,33 @@ fill2(
         m1 = (int)(offsets[pair_col[p + 1] + 1] - t1);
         bo = boff[p];
     }
-    Word* prof = reinterpret_cast<Word*>(shared) + (threadIdx.x / 32) * (K + 1) * G;
+    unsigned* const tb0 = want_tb && real ? tb + off[p] : tb;
+    unsigned* const tb1 = want_tb && real ? tb + off[p + 1] : tb;
+    unsigned* const top_h = reinterpret_cast<unsigned*>(bnd_h + bo);
+    unsigned* const top_f = reinterpret_cast<unsigned*>(bnd_f + bo);
     const int init = (mode == LOCAL) ? 0 : neg;
     int best[2] = {init, init}, bi[2] = {0, 0}, bj[2] = {0, 0};
-    fill_pack<mode, want_tb, R, G>(
-        matrix, K, prof, codes + qoff, n, codes + t0, m0, codes + t1, m1, go, ge,
-        reinterpret_cast<unsigned*>(bnd_h + bo), reinterpret_cast<unsigned*>(bnd_f + bo),
-        want_tb && real ? tb + off[p] : tb, want_tb && real ? tb + off[p + 1] : tb, lane,
-        best, bi, bj);
-#pragma unroll
-    for (int k = 0; k < 2; ++k) {
-        warp_best<G>(best[k], bi[k], bj[k]);
-        if (real && lane % G == 0) {
-            out_score[p + k] = best[k]; out_ei[p + k] = bi[k]; out_ej[p + k] = bj[k];
+    // a warp's profile: a joint one (4 bytes a row) where the launch has query
+    // couples, so that the two kinds of warps of a block do not overlap
+    char* const mine = reinterpret_cast<char*>(shared)
+                     + (threadIdx.x / 32) * (nquery > 0 ? K * G * R * 4 : (K + 1) * G * R);
+    bool query = false;  // a warp of query couples: the second query is row r + 1
+    if constexpr (mode != SEMIGLOBAL) query = warp < nquery;
+    if constexpr (mode != SEMIGLOBAL) {
+        if (query) {
+            const long long q1 = offsets[pair_row[2 * first + 1]];
+            const int n1 = (int)(offsets[pair_row[2 * first + 1] + 1] - q1);
+            fill_qpack<mode, want_tb, R, G>(matrix, K, reinterpret_cast<uint4*>(mine), codes + qoff,
+                                            n, codes + q1, n1, codes + t0, m0, go, ge, top_h,
+                                            top_f, tb0, tb1, lane, best, bi, bj);
         }
     }
-}
-
-// Query couples (fill_qpack, score-only, local or global): couple c is pairs
-// 2c (row r, target t) and 2c + 1 (row r + 1, target t); warp w takes
-// couples couple_warps[w] to couple_warps[w + 1], all of one row couple, a
-// group of G lanes each, with the warp's joint profile (K entries of G
-// lanes' 4 R bytes: 12 KB at 32 x 4 for K = 24, 96 KB a block). The boundary
-// rows at boff[2c], a word (both halves) a column.
-template <int mode>
-__global__ void __launch_bounds__(256, 2)
-fill2q(
-     const unsigned char* __restrict__ codes, const long long* __restrict__ offsets,
-     const int* __restrict__ pair_row, const int* __restrict__ pair_col,
-     const int* __restrict__ couple_warps, const int nwarps,
-     const int* __restrict__ matrix, const int K, const int go, const int ge, const int neg,
-     SCORE* __restrict__ bnd_h, SCORE* __restrict__ bnd_f, const long long* __restrict__ boff,
-     int* __restrict__ out_score, int* __restrict__ out_ei, int* __restrict__ out_ej)
-{
-    constexpr int R = pack_rows(mode);
-    constexpr int G = pack_group(mode);
-    extern __shared__ int shared[];
-    const int warp = (int)((blockIdx.x * blockDim.x + threadIdx.x) / 32);
-    const int lane = threadIdx.x % 32;
-    if (warp >= nwarps) return;  // the whole warp
-    const int first = couple_warps[warp];
-    const int p = 2 * (first + lane / G);
-    const bool real = p < 2 * couple_warps[warp + 1];
-    const long long q0 = offsets[pair_row[2 * first]], q1 = offsets[pair_row[2 * first + 1]];
-    const int n0 = (int)(offsets[pair_row[2 * first] + 1] - q0);
-    const int n1 = (int)(offsets[pair_row[2 * first + 1] + 1] - q1);
-    long long t0 = 0, bo = 0;
-    int m = 0;
-    if (real) {
-        t0 = offsets[pair_col[p]];
-        m = (int)(offsets[pair_col[p] + 1] - t0);
-        bo = boff[p];
+    if (!query) {
+        Word* prof = reinterpret_cast<Word*>(mine);
+        fill_pack<mode, want_tb, R, G>(matrix, K, prof, codes + qoff, n, codes + t0, m0,
+                                       codes + t1, m1, go, ge, top_h, top_f, tb0, tb1, lane,
+                                       best, bi, bj);
     }
-    uint4* prof = reinterpret_cast<uint4*>(shared) + (threadIdx.x / 32) * K * G * (R / 4);
-    const int init = (mode == LOCAL) ? 0 : neg;
-    int best[2] = {init, init}, bi[2] = {0, 0}, bj[2] = {0, 0};
-    fill_qpack<mode, R, G>(matrix, K, prof, codes + q0, n0, codes + q1, n1, codes + t0, m, go, ge,
-                           reinterpret_cast<unsigned*>(bnd_h + bo),
-                           reinterpret_cast<unsigned*>(bnd_f + bo), lane, best, bi, bj);
 #pragma unroll
     for (int k = 0; k < 2; ++k) {
         warp_best<G>(best[k], bi[k], bj[k]);
@@ -1142,19 +1128,30 @@ layout_pairs(
     }
     const long long* s = seg + (long long)lo * SEG_COLS;
     const long long i = p - s[0];
-    const bool query_couple = s[3] == 3;  // pairs (row, c), (row + 1, c): score-only
+    const bool query_couple = s[3] == 3;  // pairs (row, c), (row + 1, c)
+    const int h = query_couple ? (int)(i % 2) : 0;  // a query couple's second pair
     const long long k = query_couple ? i / 2 : i;  // the target's place in the segment
-    const int r = (int)s[1] + (query_couple ? (int)(i % 2) : 0), c0 = (int)s[2], c = c0 + (int)k;
+    const int r = (int)s[1] + h, c0 = (int)s[2], c = c0 + (int)k;
     const long long n = offsets[r + 1] - offsets[r];
     const long long span = offsets[col_base + c] - offsets[col_base + c0];
     rows[p] = r;
     cols[p] = col_base + c;
-    if (want_tb) op_off[p] = s[6] + i * n + span;
+    // a query couple's pairs take the longer query's (row s[1]) words, and
+    // n0 + m and n1 + m operation slots a target
+    const long long n0 = offsets[s[1] + 1] - offsets[s[1]];
+    const long long n1 = query_couple ? offsets[s[1] + 2] - offsets[s[1] + 1] : 0;
+    const long long m = offsets[col_base + c + 1] - offsets[col_base + c];
+    if (want_tb)
+        op_off[p] = s[6] + (query_couple ? k * (n0 + n1) + 2 * span + h * (n0 + m) : i * n + span);
     if (p < nwide) {
-        const long long g = s[3] == 1 ? PACK_TB_GROUP : 32;  // lanes a band
-        const long long gs = s[3] == 1 ? PACK_TB_GROUP * TB_STRIPES : 32;  // stripes a band
-        const long long bands = ((n + STRIPE - 1) / STRIPE + gs - 1) / gs;
-        off[p] = s[4] + (want_tb ? bands * gs * (span + (g - 1) * i) : 0);
+        const bool packed = s[3] == 1 || query_couple;
+        const long long g = packed ? PACK_TB_GROUP : 32;  // lanes a band
+        const long long gs = packed ? PACK_TB_GROUP * TB_STRIPES : 32;  // stripes a band
+        const long long bands = (((query_couple ? n0 : n) + STRIPE - 1) / STRIPE + gs - 1) / gs;
+        off[p] = s[4] + (want_tb ? (query_couple
+                                    ? bands * gs * (2 * (span + (g - 1) * k) + h * (m + g - 1))
+                                    : bands * gs * (span + (g - 1) * i))
+                                 : 0);
         const long long h = (i + 1) / 2;
         boff[p] = s[5] + (s[3] == 1 ? couple_scale * (q2[c0 + 2 * h] - q2[c0] + h)
                           : query_couple ? couple_scale * (offsets[col_base + c0 + h]

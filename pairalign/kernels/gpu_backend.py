@@ -34,11 +34,23 @@ WIDE_STEPS_SCORE_ONLY: int | None = 1 << 11
 PACKED = True
 #: The same with traceback.
 PACKED_TRACEBACK = True
-#: Score-only local and global windows pack, besides, two queries (rows 2k and
-#: 2k + 1 of a window) against each target both pack (``fill2q``): both halves
-#: take one target residue a column, so each row's two scores are one word of
-#: a joint profile, without fill2's merge (a PRMT a row of every step).
+#: Windows pack, besides, two queries (rows 2k and 2k + 1 of a window) against
+#: each target both pack (query couples, ``fill2``'s first warps): both halves take one target residue a
+#: column, so each row's two scores are one word of a joint profile, without
+#: fill2's merge (a PRMT a row of every step). In the modes of
+#: QUERY_COUPLE_MODES (score-only, with traceback), where the joint profile
+#: fits two blocks a SM (QUERY_PROFILE_BYTES), for two queries that take as
+#: many bands (a couple runs the longer one's). H100, fill summed over windows
+#: (benchmarks/NOTES.md, v13): 1e13 cells score-only local 3.34 against 3.50
+#: s, global 2.83 against 3.15 s; 1e12 cells with traceback local 0.77
+#: against 0.83 s, global 0.72 against 0.72 s (the proteome's 0.23 against
+#: 0.21 s). Semiglobal keeps target couples: its score-only top pad ends one
+#: query on a stripe's last row, not two.
 QUERY_COUPLES = True
+QUERY_COUPLE_MODES: dict[bool, tuple[str, ...]] = {False: ("local", "global"),
+                                                   True: ("local",)}
+#: Largest joint profile a block (8 warps) of query couples: two blocks a SM on Hopper.
+QUERY_PROFILE_BYTES = 112 << 10
 #: Score-only packed pairs, per mode: query rows a lane (8, 16 or 32) and lanes
 #: a group (4, 8, 16 or 32), a couple (one query, two targets) a group, the
 #: groups of a warp of one query. 32 x 4 shares a step's bookkeeping among
@@ -88,6 +100,12 @@ def _profile_fits(matrix: np.ndarray) -> bool:
     letters (the packed kernel with traceback has a pad letter more and opts
     in past 48 KB; without, a warp's four groups share 8 lanes' profile)."""
     return matrix.shape[0] <= 24 and int(matrix.min()) >= -127 and int(matrix.max()) <= 127
+
+
+def _query_profile_bytes(letters: int, rows: int, group: int) -> int:
+    """Shared memory of a block of query couples: a joint profile per warp, 4
+    bytes a row, letter and lane of a group."""
+    return 8 * letters * group * rows * 4
 
 
 def _pack_shape(traceback: bool, mode: str) -> tuple[int, int]:
@@ -159,8 +177,8 @@ class GPUBackend:
     """CUDA kernels through CuPy (``align.cu``): the smallest pairs one thread
     each, the others a warp each, those whose scores fit 16 bits two to a
     group of lanes (one query, two targets in the 16-bit halves of each
-    register, the couples of a warp of one query; score-only local and
-    global, two queries and one target where both queries pack it).
+    register, the couples of a warp of one query; in local and global mode,
+    two queries and one target where both queries pack it).
 
     Parameters
     ----------
@@ -217,7 +235,6 @@ class GPUBackend:
             cc = "".join(map(str, self.device.compute_capability))
             names = [f"fill<{m},{t}>" for m in range(3) for t in ("true", "false")]
             names += [f"fill2<{m},{t}>" for m in range(3) for t in ("true", "false")]
-            names += [f"fill2q<{m}>" for m in (0, 2)]
             names += [f"walk<{m}>" for m in range(3)]
             mod = cp.RawModule(code=src, options=(f"-arch=sm_{cc}", "-std=c++17",
                                                   f"-DSCORE={_CTYPE[dtype]}",
@@ -488,10 +505,19 @@ class GPUBackend:
                                score_bytes=job.score_dtype(w).itemsize,
                                couples_per_warp=32 // _pack_shape(job.traceback, job.mode)[1],
                                couple_stripes=PACK_ROWS_TRACEBACK // STRIPE,
-                               query_couples=(QUERY_COUPLES and pack and not job.traceback
-                                              and job.mode != "semiglobal"))
+                               query_band=self._query_band(job) if pack else 0)
             self._plans[w] = plan
         return plan
+
+    @staticmethod
+    def _query_band(job: Job) -> int:
+        """Rows of a band of the packed kernel where the job's windows pack
+        query couples (see QUERY_COUPLES), else 0."""
+        rows, group = _pack_shape(job.traceback, job.mode)
+        on = (QUERY_COUPLES and job.mode in QUERY_COUPLE_MODES[job.traceback]
+              and _query_profile_bytes(job.scoring.matrix.shape[0], rows, group)
+              <= QUERY_PROFILE_BYTES)
+        return rows * group if on else 0
 
     def _layout(self, job: Job, state: dict, plan: LayoutPlan, a: dict, stream, mod):
         """A window's pairs (on the device, in ``a["rows"]`` and ``a["cols"]``)
@@ -618,21 +644,15 @@ class GPUBackend:
             K = sc.matrix.shape[0]
             gaps = (np.int32(sc.gap_open), np.int32(sc.gap_extend), np.int32(NEG[dtype]))
             rows, group = _pack_shape(job.traceback, job.mode)
-            nq = plan.query_warps
-            if nq:  # query couples: a joint profile of 4-byte words per warp
-                q_shared = 8 * K * group * rows * 4
-                self._function(mod, f"fill2q<{job.mode_code}>", q_shared)(
-                    (-(-nq // 8),), (THREADS,),
-                    (state["codes"], state["offsets"], d_row, d_col, lay["couple_warps"],
-                     np.int32(nq), state["matrix"], np.int32(K), *gaps, bnd_h, bnd_f,
-                     lay["boff"], h["score"], h["ei"], h["ej"]), shared_mem=q_shared)
-            nwarps = plan.couple_warps.size - 1 - nq
-            if nwarps:  # a couple per group, 8 warps per block, a query profile per warp
-                pack_shared = 8 * (K + 1) * group * rows
+            nwarps, nq = plan.couple_warps.size - 1, plan.query_warps
+            if nwarps:  # a couple per group, 8 warps per block, a profile per warp
+                # a profile per warp, joint (4 bytes a row) where there are query couples
+                pack_shared = (_query_profile_bytes(K, rows, group) if nq
+                               else 8 * (K + 1) * group * rows)
                 self._function(mod, f"fill2<{job.mode_code},{tb_flag}>", pack_shared)(
                     (-(-nwarps // 8),), (THREADS,),
-                    (state["codes"], state["offsets"], d_row, d_col, lay["couple_warps"][nq:],
-                     np.int32(nwarps),
+                    (state["codes"], state["offsets"], d_row, d_col, lay["couple_warps"],
+                     np.int32(nwarps), np.int32(nq),
                      state["matrix"], np.int32(K), *gaps, bnd_h, bnd_f, lay["boff"], tb,
                      lay["off"], h["score"], h["ei"], h["ej"]), shared_mem=pack_shared)
             fill = mod.get_function(f"fill<{job.mode_code},{tb_flag}>")

@@ -14,11 +14,12 @@ specification.
 
 Launch order (see :class:`LayoutPlan`):
 
-0. with ``query_couples`` (score-only), query couples: rows ``2k`` and
-   ``2k + 1`` of the window against each target both pack, the pairs of a
-   target one after the other (``fill2q``: one target, two queries in the
-   16-bit halves, so that each row's two scores are one profile word); a warp
-   takes up to ``couples_per_warp`` targets of one row couple;
+0. with ``query_band``, query couples: rows ``2k`` and ``2k + 1`` of the
+   window (where both take as many bands) against each target both pack, the
+   pairs of a target one after the other (``fill2``'s first warps: one
+   target, two queries in the 16-bit halves, so that each row's two scores
+   are one profile word); a warp takes up to ``couples_per_warp`` targets of
+   one row couple;
 1. couples: each row's (other) packed pairs two by two (``fill2``), rows in
    order; a warp of ``fill2`` takes up to ``couples_per_warp`` couples of one
    row (:attr:`LayoutPlan.couple_warps`);
@@ -77,7 +78,7 @@ class LayoutPlan:
         couple), and the number of couples last.
     query_warps : int
         The first ``query_warps`` warps of ``couple_warps`` hold query
-        couples (``fill2q``), the others couples of targets (``fill2``).
+        couples, the others couples of targets (both ``fill2``).
     couple_lanes : int
         Lanes of a couple's group (``32 // couples_per_warp``): the couples'
         traceback words are laid out by bands of this many lanes (the other
@@ -152,7 +153,7 @@ def _first_fit(n: np.ndarray, lengths: np.ndarray, lo: np.ndarray, hi: np.ndarra
 def plan_window(row_lengths: np.ndarray, col_lengths: np.ndarray, w: Window, *,
                 traceback: bool, wide_steps: int | None, fits16: Callable | None,
                 score_bytes: int, couples_per_warp: int = 1,
-                couple_stripes: int = 1, query_couples: bool = False) -> LayoutPlan:
+                couple_stripes: int = 1, query_band: int = 0) -> LayoutPlan:
     """The launch layout of window ``w``.
 
     Parameters
@@ -176,12 +177,14 @@ def plan_window(row_lengths: np.ndarray, col_lengths: np.ndarray, w: Window, *,
         Couples a warp of the packed kernel takes (of one row): 1, 2, 4 or 8.
     couple_stripes : int
         Stripes a lane of the packed kernel holds with traceback (1 or 2).
-    query_couples : bool
-        Pack the targets that rows ``2k`` and ``2k + 1`` of the window both
-        pack as query couples (score-only: the walk knows no such couples).
+    query_band : int
+        Rows of a band of the query couples' kernel, or 0 for no query
+        couples: the targets that rows ``2k`` and ``2k + 1`` of the window
+        both pack are packed as query couples where the two queries take as
+        many bands (a couple runs the longer one's). With traceback both
+        pairs of a query couple take the words of the longer query (row
+        ``2k``), in the couples' layout, one pair after the other a target.
     """
-    if query_couples and traceback:
-        raise ValueError("query couples are for score-only windows")
     rows_len = np.asarray(row_lengths, np.int64)
     cols_len = np.asarray(col_lengths, np.int64)
     if (np.diff(rows_len) > 0).any() or (np.diff(cols_len) > 0).any():
@@ -211,10 +214,11 @@ def plan_window(row_lengths: np.ndarray, col_lengths: np.ndarray, w: Window, *,
     lo, hi = a + unpacked, a + nw  # each row's packed targets
     # query couples: rows 2k and 2k + 1's common packed targets [cl, cl + cn)
     cl, cn = lo.copy(), np.zeros(r.size, np.int64)
-    if query_couples and r.size > 1:
+    if query_band and r.size > 1:
         e = np.arange(0, r.size - 1, 2)
         both_lo = np.maximum(lo[e], lo[e + 1])
         both_n = np.maximum(np.minimum(hi[e], hi[e + 1]) - both_lo, 0)
+        both_n[-(-n[e] // query_band) != -(-n[e + 1] // query_band)] = 0
         for x in (e, e + 1):
             cl[x], cn[x] = both_lo, both_n
     # what each row packs besides: the runs before and after the common ones
@@ -253,16 +257,22 @@ def plan_window(row_lengths: np.ndarray, col_lengths: np.ndarray, w: Window, *,
     seg_cols = np.where(query_couple, seg_n // 2, seg_n)  # targets
     span = col_prefix[seg_c + seg_cols] - col_prefix[seg_c]  # sum of the targets' lengths
     wide = seg_kind != NARROW
-    lanes = np.where(seg_kind == COUPLE, 32 // couples_per_warp, 32)
-    stripes = np.where(seg_kind == COUPLE, couple_stripes, 1)
-    tb = (np.where(wide, band_words(seg_len, span, seg_n, lanes, stripes), 0) if traceback
+    packed = (seg_kind == COUPLE) | query_couple
+    lanes = np.where(packed, 32 // couples_per_warp, 32)
+    stripes = np.where(packed, couple_stripes, 1)
+    # a query couple's two pairs: each the words of its longer query, row 2k
+    tb = (np.where(wide, (1 + query_couple) * band_words(seg_len, span, seg_cols, lanes,
+                                                         stripes), 0) if traceback
           else 0 * seg_n)
     # a couple's boundary row: a word (both halves) per column of its longer target
     f = 4 // score_bytes
     couple_rows = f * (q2[np.minimum(seg_c + seg_n, len(q2) - 1)] - q2[seg_c] + seg_n // 2)
     bnd = np.where(seg_kind == COUPLE, couple_rows,
                    np.where(query_couple, f * (span + seg_cols), np.where(wide, span + seg_n, 0)))
-    ops = seg_n * seg_len + span if traceback else 0 * seg_n
+    # operation slots: n + m a pair (a query couple's: n0 + m, n1 + m a target)
+    second = rows_len[np.minimum(seg_r + 1, len(rows_len) - 1)]
+    ops = (np.where(query_couple, seg_cols * (seg_len + second) + 2 * span, seg_n * seg_len + span)
+           if traceback else 0 * seg_n)
 
     segments = np.zeros((seg_n.size, 8), np.int64)
     segments[:, ROW], segments[:, COL], segments[:, KIND] = seg_r, seg_c, seg_kind
@@ -319,16 +329,28 @@ def expand(plan: LayoutPlan, row_lengths: np.ndarray, col_lengths: np.ndarray,
     i = p - seg[s, POS]
     row, c0 = seg[s, ROW], seg[s, COL]
     query_couple = seg[s, KIND] == QUERY_COUPLE  # pairs (row, c), (row + 1, c)
-    row = row + np.where(query_couple, i % 2, 0)
+    h = np.where(query_couple, i % 2, 0)  # a query couple's second pair
+    n0 = rows_len[row]  # a query couple's longer query
+    row = row + h
     k = np.where(query_couple, i // 2, i)  # the target's place in its segment
     c = c0 + k
     n = rows_len[row]
     span = col_prefix[c] - col_prefix[c0]
-    op_off = np.append(seg[s, OPS] + i * n + span, plan.ops) if traceback else None
+    m = np.asarray(col_lengths, np.int64)[np.minimum(c, len(col_lengths) - 1)]
+    n1 = rows_len[np.minimum(seg[s, ROW] + 1, len(rows_len) - 1)]
+    op_off = (np.append(seg[s, OPS] + np.where(query_couple,
+                                               k * (n0 + n1) + 2 * span + h * (n0 + m),
+                                               i * n + span), plan.ops)
+              if traceback else None)
     coupled = seg[s, KIND] == COUPLE
-    lanes = np.where(coupled, plan.couple_lanes, 32)
-    stripes = np.where(coupled, plan.couple_stripes, 1)
-    off = seg[s, TB] + (band_words(n, span, i, lanes, stripes) if traceback else 0)
+    packed = coupled | query_couple
+    lanes = np.where(packed, plan.couple_lanes, 32)
+    stripes = np.where(packed, plan.couple_stripes, 1)
+    words = np.where(query_couple,
+                     2 * band_words(n0, span, k, lanes, stripes)
+                     + h * band_words(n0, m, 1, lanes, stripes),
+                     band_words(n, span, i, lanes, stripes))
+    off = seg[s, TB] + (words if traceback else 0)
     half = (i + 1) // 2  # couples before this pair's, or up to it
     f = 4 // plan.score_bytes
     couple = f * (q2[np.minimum(c0 + 2 * half, len(q2) - 1)] - q2[c0] + half)
