@@ -35,17 +35,18 @@ PACKED = True
 #: The same with traceback.
 PACKED_TRACEBACK = True
 #: Windows pack, besides, two queries (rows 2k and 2k + 1 of a window) against
-#: each target both pack (query couples, ``fill2``'s first warps): both halves take one target residue a
-#: column, so each row's two scores are one word of a joint profile, without
-#: fill2's merge (a PRMT a row of every step). In the modes of
-#: QUERY_COUPLE_MODES (score-only, with traceback), where the joint profile
-#: fits two blocks a SM (QUERY_PROFILE_BYTES), for two queries that take as
-#: many bands (a couple runs the longer one's). H100, fill summed over windows
-#: (benchmarks/NOTES.md, v13): 1e13 cells score-only local 3.34 against 3.50
-#: s, global 2.83 against 3.15 s; 1e12 cells with traceback local 0.77
-#: against 0.83 s, global 0.72 against 0.72 s (the proteome's 0.23 against
-#: 0.21 s). Semiglobal keeps target couples: its score-only top pad ends one
-#: query on a stripe's last row, not two.
+#: each target both pack (query couples, the packed kernel's first warps):
+#: both halves take one target residue a column, so each row's two scores are
+#: one word of a joint profile, without the merge of a couple of targets (a
+#: PRMT a row of every step). In the modes of QUERY_COUPLE_MODES (score-only,
+#: with traceback), where the joint profile fits two blocks a SM
+#: (QUERY_PROFILE_BYTES), for two queries that take as many bands (a couple
+#: runs the longer one's). H100, in process, with and without (NOTES.md, v13):
+#: 1e13 cells score-only local 3.35 / 3.59 s, global 2.96 / 3.28 s; the
+#: proteome score-only local 0.135 / 0.169 s; 1e12 cells with traceback local
+#: 1.14 / 1.18 s, global's fill 0.72 s both (not taken). Semiglobal keeps
+#: target couples: its score-only top pad ends one query on a stripe's last
+#: row, not two.
 QUERY_COUPLES = True
 QUERY_COUPLE_MODES: dict[bool, tuple[str, ...]] = {False: ("local", "global"),
                                                    True: ("local",)}
