@@ -116,9 +116,10 @@ def start_numba_when_needed() -> None:
     """Start numba (as :func:`start_numba`) at its first use, not now.
 
     Importing pairalign does not import numba (its kernels are imported when
-    first called). A GPU run first needs numba to orient its first window's
-    pairs, so numba starts while the GPU runs that window, not before the run
-    starts: threads would not help, since starting numba holds the GIL.
+    first called). A GPU run first needs numba to place its first window's
+    pairs (the device orients them), so numba starts while the GPU runs the
+    next windows, not before the run starts: threads would not help, since
+    starting numba holds the GIL.
     """
     _NUMBA.prepare = skip_blas_probe
 
