@@ -287,6 +287,20 @@ def test_workers_that_orient_their_batches_beside_those_that_do_not(which, order
     assert [f.tag for f in fakes if f.ran] == ["a", "b", "c"]
 
 
+def test_dask_task_batches_in_input_indices_from_either_kind_of_backend(tri):
+    """A Dask task's windows (``distributed._run_on``, no cluster needed) come
+    back in input indices whether the backend orients its batches or not."""
+    from pairalign.scheduler.distributed import _run_on
+
+    job, ref = tri
+    windows = plan_windows(job.rows.lengths, None, 32)
+    for fake in (Fake("a"), Fake("b", input_indices=True), Fake("c", pipeline=True),
+                 Fake("d", pipeline=True, input_indices=True)):
+        got = PairBatch.concat(_run_on(job, fake, fake.prepare(job), windows))
+        order = np.argsort(got.query * len(job.col_set) + got.target, kind="stable")
+        same(got.take(order), ref)
+
+
 def test_gpu_style_backend_gives_one_worker_per_device():
     class FakeGPU:
         name = "gpu"
