@@ -893,8 +893,8 @@ fill(
 // profile per warp (K entries of G lanes' 4 R bytes: 12 KB at 32 x 4 for K
 // = 24, 96 KB a block); one launch for both, so that the second kind's
 // warps fill the first one's tail. A launch of its own, so that its
-// registers do not bound those of fill. Blocks per SM (registers per thread: 80 at 3, 128 at 2): with
-// traceback PACK_TB_BLOCKS. Score-only, 16
+// registers do not bound those of fill. Blocks per SM (registers per thread:
+// 80 at 3, 128 at 2): with traceback PACK_TB_BLOCKS. Score-only, 16
 // rows a lane take 94-118 registers at 2; at 3 local spills 24 bytes and runs
 // as fast, semiglobal 164 and runs 1.6x slower, global 44-60 and runs 1.13x
 // faster (1e12 cells, H100). 32 rows a lane take 128 registers at 2 (local
@@ -943,8 +943,8 @@ fill2(
     char* const mine = reinterpret_cast<char*>(shared)
                      + (threadIdx.x / 32) * (nquery > 0 ? K * G * R * 4 : (K + 1) * G * R);
     bool query = false;  // a warp of query couples: the second query is row r + 1
-    if constexpr (mode != SEMIGLOBAL) query = warp < nquery;
     if constexpr (mode != SEMIGLOBAL) {
+        query = warp < nquery;
         if (query) {
             const long long q1 = offsets[pair_row[2 * first + 1]];
             const int n1 = (int)(offsets[pair_row[2 * first + 1] + 1] - q1);
