@@ -78,15 +78,20 @@ class Fake:
     offer ``run_windows`` with two windows in flight, as the GPU backend does.
     ``budget``: offer ``window_bytes``/``device_budget`` (bytes = pairs).
     ``input_indices``: return batches in input indices, oriented, as the GPU
-    backend does (the engine must not orient them again).
+    backend does (the engine must not orient them again). ``ran_event`` is
+    set once this fake has run a window; ``hold`` (an event) holds every window
+    after this fake's first until it is set (at most 5 s), so that a test can
+    make sure that another fake gets work.
     """
 
     name = "fake"
     cost_key = "fake"
 
     def __init__(self, tag, fail=None, delay=0.0, pipeline=False, budget=None, seed=0,
-                 input_indices=False):
+                 input_indices=False, ran_event=None, hold=None):
         self.tag = tag
+        self.ran_event = ran_event
+        self.hold = hold
         self.input_indices = input_indices
         self.fail = fail or (lambda w, calls: False)
         self.delay = delay
@@ -116,6 +121,8 @@ class Fake:
         with self.lock:
             n = self.calls.get(w, 0)
             self.calls[w] = n + 1
+        if self.hold is not None and self.ran:
+            self.hold.wait(5.0)
         if self.delay:
             time.sleep(self.rng.random() * self.delay)
         if self.fail(w, n):
@@ -125,6 +132,8 @@ class Fake:
             out = out.oriented(job.rows.order, job.col_set.order, job.triangle)
         with self.lock:
             self.ran.append(w)
+        if self.ran_event is not None:
+            self.ran_event.set()
         return out
 
     def _run_windows(self, job, state, windows, depth=2):
@@ -272,10 +281,13 @@ def test_workers_that_orient_their_batches_beside_those_that_do_not(which, order
     """A backend whose batches are already in input indices (the GPU's) is
     not oriented again, beside one whose batches are not, on failures too."""
     job, ref = request.getfixturevalue(which)
-    fail_big = lambda w, calls: w.pairs > 200 and calls == 0  # noqa: E731
-    fakes = [Fake("a", delay=0.003, seed=1, input_indices=True, pipeline=True),
-             Fake("b", fail=fail_big, delay=0.003, seed=2),
-             Fake("c", delay=0.003, seed=3, input_indices=True)]
+    # b runs out of memory once on each window larger than a block (blocks it runs);
+    # a and c wait until b has run a window, so that every run mixes the two kinds
+    fail_big = lambda w, calls: (w.r1 - w.r0 > BLOCK or w.c1 - w.c0 > BLOCK) and calls == 0  # noqa: E731
+    b_ran = threading.Event()
+    fakes = [Fake("a", delay=0.003, seed=1, input_indices=True, pipeline=True, hold=b_ran),
+             Fake("b", fail=fail_big, delay=0.003, seed=2, ran_event=b_ran),
+             Fake("c", delay=0.003, seed=3, input_indices=True, hold=b_ran)]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeviceErrorWarning)
         if ordered:
