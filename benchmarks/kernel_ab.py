@@ -4,8 +4,9 @@ and settings of ``gpu_backend``.
     python benchmarks/kernel_ab.py [--cells 1e12] [--variant NAME=ITEM,ITEM ...]
 
 An item ``DEF`` defines a macro; ``ATTR=VALUE`` sets ``gpu_backend.ATTR`` (an
-integer, True, False or None) for that variant; ``SHAPE=RxG`` sets the packed
-score-only kernel's shape (rows a lane, lanes a group) in the run's mode.
+integer, True, False, None or else a string) for that variant; ``SHAPE=RxG``
+sets the packed score-only kernel's shape (rows a lane, lanes a group) in the
+run's mode; ``SOURCE=path`` compiles another version of ``align.cu``.
 
 Each variant runs the proteome all-vs-all (BLOSUM62 11/1, in each ``--mode``) with
 and without traceback and, with ``--cells`` and ``--tb-cells``, scaled workloads
@@ -40,7 +41,8 @@ def run(be, seqs, tb, items, mode="local"):
         elif "=" in item:
             attr, _, value = item.partition("=")
             parsed = {"None": None, "True": True, "False": False}
-            setattr(gb, attr, parsed[value] if value in parsed else int(value))
+            setattr(gb, attr, parsed[value] if value in parsed
+                    else int(value) if value.lstrip("-").isdigit() else value)
     sc = Scoring.create("protein")
     job = Job(mode, sc, tb, SortedSet.encode(seqs, sc))
     be.timings.clear()

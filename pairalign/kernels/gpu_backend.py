@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from importlib import resources
+from pathlib import Path
 from typing import Iterable, Iterator
 
 import numpy as np
@@ -86,6 +87,9 @@ COPY_PIECE = 4 << 20
 #: Extra preprocessor definitions for ``align.cu`` (in-process A/B of kernel
 #: variants: benchmarks/kernel_ab.py).
 DEFINES: tuple[str, ...] = ()
+#: Another kernel source in place of ``align.cu`` (in-process A/B of two
+#: versions of the file: benchmarks/kernel_ab.py's ``SOURCE=path``).
+SOURCE: str | None = None
 #: Widest window: 1M pairs. Windows of one job overlap each other's downloads
 #: and decoding (DEPTH in flight); with wider ones a job of a few thousand
 #: sequences is one window and the host waits alone at its end (1e12 cells,
@@ -228,11 +232,12 @@ class GPUBackend:
         defines = (*(d for pair in shapes for d in pair),
                    f"PACK_TB_ROWS={PACK_ROWS_TRACEBACK}", f"PACK_TB_GROUP={PACK_GROUP_TRACEBACK}",
                    *DEFINES)
-        key = (dtype, defines)
+        key = (dtype, defines, SOURCE)
         mod = self._modules.get(key)
         if mod is None:
             cp = self.cp
-            src = resources.files("pairalign.kernels").joinpath("align.cu").read_text()
+            src = (resources.files("pairalign.kernels").joinpath("align.cu") if SOURCE is None
+                   else Path(SOURCE)).read_text()
             cc = "".join(map(str, self.device.compute_capability))
             names = [f"fill<{m},{t}>" for m in range(3) for t in ("true", "false")]
             names += [f"fill2<{m},{t}>" for m in range(3) for t in ("true", "false")]
