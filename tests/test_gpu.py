@@ -212,7 +212,7 @@ def test_layout_kernel_expands_the_plan(triangle, traceback):
     twin of gpu_layout computes from the host's plan (query couples score-only,
     couples, wide pairs, whole warps and the rest; 16- and 32-bit windows)."""
     from pairalign.job import Job, SortedSet
-    from pairalign.kernels.gpu_layout import expand
+    from pairalign.kernels.gpu_layout import JobLengths, expand
     from pairalign.scheduler.windows import plan_windows
     from pairalign.scoring import Scoring
 
@@ -234,7 +234,8 @@ def test_layout_kernel_expands_the_plan(triangle, traceback):
             a = be._slot_memory(stream, gpu_backend.window_arrays(plan, traceback))
             lay = be._layout(job, state, plan, a, stream, be._module(job.score_dtype(w)))
             stream.synchronize()
-        want = expand(plan, job.rows.lengths, col_len, state["col_base"], traceback)
+        want = expand(plan, JobLengths.of(job.rows.lengths, col_len), state["col_base"],
+                      traceback)
         got = {"rows": a["rows"], "cols": a["cols"], "off": lay["off"], "boff": lay["boff"],
                "op_off": lay["op_off"]}
         for k, v in want.items():

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from pairalign.kernels import gpu_backend
 from pairalign.kernels.gpu_backend import GPUBackend
-from pairalign.kernels.gpu_layout import expand, plan_window
+from pairalign.kernels.gpu_layout import JobLengths, expand, plan_window
 from pairalign.scheduler.windows import Window
 
 
@@ -32,10 +32,11 @@ def fits_below(limit):
 
 def expanded(rows_len, cols_len, w, traceback, steps=STEPS, fits16=None, score_bytes=2,
              col_base=0, per_warp=1, stripes=1, query=0):
-    plan = plan_window(rows_len, cols_len, w, traceback=traceback, wide_steps=steps,
+    lengths = JobLengths.of(rows_len, cols_len)
+    plan = plan_window(lengths, w, traceback=traceback, wide_steps=steps,
                        fits16=fits16, score_bytes=score_bytes, couples_per_warp=per_warp,
                        couple_stripes=stripes, query_band=query)
-    return plan, expand(plan, rows_len, cols_len, col_base, traceback)
+    return plan, expand(plan, lengths, col_base, traceback)
 
 
 def check_plan(plan, lay, rows_len, cols_len, w, traceback, steps, fits16, col_base=0,
@@ -223,7 +224,7 @@ def test_plan_of_a_job_sizes_windows_without_a_device(traceback):
     for w in plan_windows(lengths, None, 64):
         plan = be._plan(job, w)
         assert be.window_bytes(job, w) == gpu_backend.window_bytes(plan, traceback)
-        lay = expand(plan, lengths, lengths, 0, traceback)
+        lay = expand(plan, JobLengths.of(lengths, lengths), 0, traceback)
         steps = gpu_backend.WIDE_STEPS if traceback else gpu_backend.WIDE_STEPS_SCORE_ONLY
         rows, group = gpu_backend._pack_shape(traceback, job.mode)
         check_plan(plan, lay, lengths, lengths, w, traceback, steps, job.scoring.fits_int16,
@@ -309,8 +310,9 @@ def test_plan_refuses_unsorted_lengths():
     """The plan's runs (and its 16-bit checks) need lengths longest first."""
     lengths = np.array([5, 9, 3], np.int64)
     with pytest.raises(ValueError, match="sorted longest first"):
-        plan_window(lengths, lengths, Window(0, 3, 0, 3, True, 3, 0), traceback=False,
-                    wide_steps=1, fits16=None, score_bytes=2)
+        JobLengths.of(lengths, lengths)
+    with pytest.raises(ValueError, match="sorted longest first"):
+        JobLengths.of(np.sort(lengths)[::-1], lengths)
 
 
 @settings(max_examples=150, deadline=None)

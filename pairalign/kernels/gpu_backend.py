@@ -13,7 +13,8 @@ import numpy as np
 from ..job import Job
 from ..pairs import PairBatch, _offsets
 from ..scheduler.windows import BLOCK, Window
-from .gpu_layout import STRIPE, LayoutPlan, band_words, plan_window, stride2_prefix
+from .gpu_layout import (STRIPE, JobLengths, LayoutPlan, band_words, plan_window,
+                         stride2_prefix)
 
 THREADS = 256
 #: Windows in flight at once, each on its own stream (and its share of memory).
@@ -498,14 +499,15 @@ class GPUBackend:
         lengths alone, so that fitting windows to memory needs no device work;
         kept for the window's launch."""
         if self._plans.get("job") is not job:  # one job's plans at a time
-            self._plans = {"job": job}
+            self._plans = {"job": job,
+                           "lengths": JobLengths.of(job.rows.lengths, job.col_set.lengths)}
         plan = self._plans.get(w)
         if plan is None:
             limit = WIDE_STEPS if job.traceback else WIDE_STEPS_SCORE_ONLY
             if not _profile_fits(job.scoring.matrix):
                 limit = None
             pack = (PACKED_TRACEBACK if job.traceback else PACKED) and limit is not None
-            plan = plan_window(job.rows.lengths, job.col_set.lengths, w,
+            plan = plan_window(self._plans["lengths"], w,
                                traceback=job.traceback, wide_steps=limit,
                                fits16=job.scoring.fits_int16 if pack else None,
                                score_bytes=job.score_dtype(w).itemsize,

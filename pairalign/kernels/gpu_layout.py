@@ -139,18 +139,56 @@ def _first_fit(n: np.ndarray, lengths: np.ndarray, lo: np.ndarray, hi: np.ndarra
     """Per row, the first column of ``[lo, hi)`` whose pair ``fits`` (``hi``
     where none does); ``fits(n, m)`` holds for every shorter target once it
     holds for one, and columns are sorted longest first."""
-    lo, hi = lo.copy(), hi.copy()
+    first = lo.copy()
+    # most rows fit at their longest target: a binary search for the others
+    rows = np.flatnonzero(lo < hi)
+    rows = rows[~np.asarray(fits(n[rows], lengths[lo[rows]]), bool)]
+    n, lo, hi = n[rows], lo[rows] + 1, hi[rows]
     while True:
         open_ = lo < hi
         if not open_.any():
-            return lo
+            first[rows] = lo
+            return first
         mid = (lo + hi) // 2
         ok = np.asarray(fits(n, lengths[np.minimum(mid, len(lengths) - 1)]), bool)
         hi = np.where(open_ & ok, mid, hi)
         lo = np.where(open_ & ~ok, mid + 1, lo)
 
 
-def plan_window(row_lengths: np.ndarray, col_lengths: np.ndarray, w: Window, *,
+@dataclass(frozen=True)
+class JobLengths:
+    """A job's sequence lengths as the plans read them, and the column sums
+    they take: computed once a job, not once a window (a job of 1e13 cells
+    has ~100 windows of ~14,000 columns).
+
+    Attributes
+    ----------
+    rows, cols : numpy.ndarray
+        int64 lengths of the row and column sequences, sorted longest first.
+    col_prefix : numpy.ndarray
+        ``len(cols) + 1`` prefix sums of ``cols``.
+    q2 : numpy.ndarray
+        :func:`stride2_prefix` of ``cols``.
+    """
+
+    rows: np.ndarray
+    cols: np.ndarray
+    col_prefix: np.ndarray
+    q2: np.ndarray
+
+    @classmethod
+    def of(cls, row_lengths: np.ndarray, col_lengths: np.ndarray) -> JobLengths:
+        """The lengths of a job's rows and columns, sorted longest first (a
+        ValueError otherwise: the runs of wide, packed and narrow targets,
+        and so the 16-bit checks, rest on this order)."""
+        rows = np.asarray(row_lengths, np.int64)
+        cols = np.asarray(col_lengths, np.int64)
+        if (np.diff(rows) > 0).any() or (np.diff(cols) > 0).any():
+            raise ValueError("sequence lengths must be sorted longest first")
+        return cls(rows, cols, _offsets(cols), stride2_prefix(cols))
+
+
+def plan_window(lengths: JobLengths, w: Window, *,
                 traceback: bool, wide_steps: int | None, fits16: Callable | None,
                 score_bytes: int, couples_per_warp: int = 1,
                 couple_stripes: int = 1, query_band: int = 0) -> LayoutPlan:
@@ -158,9 +196,8 @@ def plan_window(row_lengths: np.ndarray, col_lengths: np.ndarray, w: Window, *,
 
     Parameters
     ----------
-    row_lengths, col_lengths : numpy.ndarray
-        Lengths of the job's row and column sequences, sorted longest first
-        (a ValueError otherwise).
+    lengths : JobLengths
+        The job's sequence lengths.
     w : Window
         The window (a triangle keeps the pairs ``row < col``).
     traceback : bool
@@ -185,14 +222,8 @@ def plan_window(row_lengths: np.ndarray, col_lengths: np.ndarray, w: Window, *,
         pairs of a query couple take the words of the longer query (row
         ``2k``), in the couples' layout, one pair after the other a target.
     """
-    rows_len = np.asarray(row_lengths, np.int64)
-    cols_len = np.asarray(col_lengths, np.int64)
-    if (np.diff(rows_len) > 0).any() or (np.diff(cols_len) > 0).any():
-        # the runs of wide, packed and narrow targets, and so the 16-bit
-        # checks, rest on this order
-        raise ValueError("sequence lengths must be sorted longest first")
-    col_prefix = _offsets(cols_len)
-    q2 = stride2_prefix(cols_len)
+    rows_len, cols_len = lengths.rows, lengths.cols
+    col_prefix, q2 = lengths.col_prefix, lengths.q2
 
     r = np.arange(w.r0, w.r1, dtype=np.int64)
     n = rows_len[r]
@@ -298,9 +329,15 @@ def plan_window(row_lengths: np.ndarray, col_lengths: np.ndarray, w: Window, *,
     couples = segments[coupling, COUNT] // 2
     cwarps = -(-couples // couples_per_warp)
     query_warps = int(cwarps[segments[coupling, KIND] == QUERY_COUPLE].sum())
-    couple_warps = np.repeat(segments[coupling, POS] // 2, cwarps)
-    couple_warps += couples_per_warp * _ranges(0 * cwarps, cwarps)
-    couple_warps = np.append(couple_warps, couples.sum()).astype(np.int32)
+    # warp k of a segment whose first couple is p, of the segments' warps
+    # from w0 on: p + cpw (k - w0)
+    first_warp = _offsets(cwarps)[:-1]
+    couple_warps = np.empty(int(cwarps.sum()) + 1, np.int64)
+    couple_warps[:-1] = np.repeat(segments[coupling, POS] // 2 - couples_per_warp * first_warp,
+                                  cwarps)
+    couple_warps[:-1] += couples_per_warp * np.arange(couple_warps.size - 1)
+    couple_warps[-1] = couples.sum()
+    couple_warps = couple_warps.astype(np.int32)
     return LayoutPlan(segments=segments, npairs=int(seg_n.sum()), nwide=int(nw.sum()),
                       npack=int(coupled.sum() + 2 * cn[first].sum()), warp_off=warp_off,
                       warp_boff=warp_boff, warp_m=wm.astype(np.int32),
@@ -310,8 +347,8 @@ def plan_window(row_lengths: np.ndarray, col_lengths: np.ndarray, w: Window, *,
                       bnd=int(warp_boff[-1]), ops=int(np.sum(ops)), score_bytes=score_bytes)
 
 
-def expand(plan: LayoutPlan, row_lengths: np.ndarray, col_lengths: np.ndarray,
-           col_base: int, traceback: bool) -> dict[str, np.ndarray | None]:
+def expand(plan: LayoutPlan, lengths: JobLengths, col_base: int,
+           traceback: bool) -> dict[str, np.ndarray | None]:
     """One entry per pair of ``plan``: what the device kernel ``layout_pairs``
     writes (its specification, in NumPy).
 
@@ -321,9 +358,8 @@ def expand(plan: LayoutPlan, row_lengths: np.ndarray, col_lengths: np.ndarray,
     and ``op_off`` (int64, ``npairs + 1``; None without traceback).
     """
     seg = plan.segments
-    rows_len = np.asarray(row_lengths, np.int64)
-    col_prefix = _offsets(col_lengths)
-    q2 = stride2_prefix(col_lengths)
+    rows_len, cols_len = lengths.rows, lengths.cols
+    col_prefix, q2 = lengths.col_prefix, lengths.q2
     p = np.arange(plan.npairs, dtype=np.int64)
     s = np.searchsorted(seg[:, POS], p, side="right") - 1
     i = p - seg[s, POS]
@@ -336,7 +372,7 @@ def expand(plan: LayoutPlan, row_lengths: np.ndarray, col_lengths: np.ndarray,
     c = c0 + k
     n = rows_len[row]
     span = col_prefix[c] - col_prefix[c0]
-    m = np.asarray(col_lengths, np.int64)[np.minimum(c, len(col_lengths) - 1)]
+    m = cols_len[np.minimum(c, len(cols_len) - 1)]
     n1 = rows_len[np.minimum(seg[s, ROW] + 1, len(rows_len) - 1)]
     op_off = (np.append(seg[s, OPS] + np.where(query_couple,
                                                k * (n0 + n1) + 2 * span + h * (n0 + m),
