@@ -265,6 +265,8 @@ def test_multi_worker_identical(which, request):
     for k, n in enumerate((1, 2, 3)):
         fakes = [Fake(f"g{i}", delay=0.004, seed=k * 10 + i, pipeline=i % 2 == 1)
                  for i in range(n)]
+        if n > 1:  # g0 takes a second window once g1 has run one
+            fakes[0].hold = fakes[1].ran_event = threading.Event()
         timings = {}
         out = run_job(job, fakes, width=32, timings=timings)
         same(out, ref)
@@ -430,7 +432,9 @@ def test_error_everywhere_raises_and_stops():
     broken_cpu.name = "cpu"  # a CPU run has no fallback
     with pytest.raises(ValueError, match="kernel bug"):
         run_job(job, broken_cpu, width=16)
-    time.sleep(0.3)
+    deadline = time.time() + 5
+    while time.time() < deadline and threading.active_count() > before:
+        time.sleep(0.05)
     assert threading.active_count() <= before
 
 
@@ -605,11 +609,16 @@ class OutOfMemoryError(Exception):
 class FakeGPU:
     """Looks like GPUBackend to the scheduler: ``devices``, ``device.use()``, ``cp``'s
     memory pools, ``window_bytes``/``device_budget`` and a pipelined ``run_windows``;
-    device 1 runs out of memory on windows over 300 pairs; the others are slower."""
+    device 1 runs out of memory on windows over 300 pairs. The others start once
+    device 1 has run out of memory (so that it takes the first, largest windows)
+    and take a second window once it has run one (so that it runs some), each
+    wait at most 5 s: events, not sleeps, so that a loaded machine changes nothing."""
 
     name = "gpu"
     min_window_pairs = 1024
     log: list = []
+    oomed = threading.Event()
+    gpu1_ran = threading.Event()
 
     def __init__(self, devices=None):
         self.devices = list(devices) if devices else [0]
@@ -663,7 +672,7 @@ class FakeGPU:
     def prepare(self, job):
         assert FakeGPU.current.device == self.devices[0]  # bound to its device
         if self.devices[0] != 1:
-            time.sleep(0.05)  # device 1 takes the first (largest) windows
+            FakeGPU.oomed.wait(5.0)  # device 1 takes the first (largest) windows
         return _CPU.prepare(job)
 
     def run_window(self, job, state, w):
@@ -673,14 +682,17 @@ class FakeGPU:
         pending = []
 
         def finish(w):
-            if self.devices[0] != 1:
-                time.sleep(0.005)
+            if self.devices[0] != 1 and self.ran:
+                FakeGPU.gpu1_ran.wait(5.0)
             self.ran.append(w)
+            if self.devices[0] == 1:
+                FakeGPU.gpu1_ran.set()
             self.timings["fill"] = self.timings.get("fill", 0.0) + 1e-3
             return _CPU.run_window(job, state, w)
 
         for w in windows:
             if self.devices[0] == 1 and w.pairs > 300:
+                FakeGPU.oomed.set()
                 raise OutOfMemoryError("Out of memory allocating 1,234 bytes")
             pending.append(w)
             if len(pending) >= depth:
@@ -692,6 +704,7 @@ class FakeGPU:
 def test_gpu_like_backend_over_three_devices(tri):
     job, ref = tri
     FakeGPU.log.clear()
+    FakeGPU.oomed, FakeGPU.gpu1_ran = threading.Event(), threading.Event()
     timings = {}
     backend = FakeGPU(devices=[0, 1, 2])
     out = run_job(job, backend, timings=timings)
@@ -709,7 +722,9 @@ def test_gpu_like_backend_over_three_devices(tri):
 
 def test_device_with_less_memory_splits_at_run_time(tri):
     job, ref = tri
-    big, small, fb = Fake("big", budget=10_000, delay=0.005), Fake("small", budget=150), Fake("fb")
+    small_ran = threading.Event()  # big takes a second window once small has run one
+    big = Fake("big", budget=10_000, delay=0.005, hold=small_ran)
+    small, fb = Fake("small", budget=150, ran_event=small_ran), Fake("fb")
     timings = {}
     batches = list(iter_windows(job, [big, small], width=64, fallback=fb, timings=timings))
     covered(job, batches)
