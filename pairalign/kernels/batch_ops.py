@@ -8,6 +8,9 @@ from __future__ import annotations
 from numba import njit, prange
 
 from .conventions import OP_DEL, OP_INS
+from ._numba_cache import drop_stale
+
+drop_stale()
 
 
 @njit(cache=True, parallel=True, nogil=True, boundscheck=False)

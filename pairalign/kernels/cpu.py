@@ -26,6 +26,9 @@ from numba.extending import intrinsic
 
 from .conventions import (GLOBAL, LOCAL, OP_DEL, OP_INS, OP_MATCH, OP_MISMATCH,
                           ORIGIN_DIAG, ORIGIN_E, ORIGIN_STOP, SEMIGLOBAL)
+from ._numba_cache import drop_stale
+
+drop_stale()
 
 # The vector code lives here, not in simd.py: numba's cache checks only the
 # timestamp of the file that defines a cached function, so code generated for

@@ -7,6 +7,9 @@ from __future__ import annotations
 from numba import njit
 
 from .conventions import OP_MATCH, OP_MISMATCH
+from ._numba_cache import drop_stale
+
+drop_stale()
 
 _M = ord("M")
 

@@ -1,0 +1,34 @@
+"""Cached numba kernels compiled with other conventions are dropped."""
+
+from __future__ import annotations
+
+from pairalign.kernels._numba_cache import drop_stale
+
+
+def test_kernels_cached_with_other_conventions_are_dropped(tmp_path):
+    (tmp_path / "conventions.py").write_text("OP_INS = 2\n")
+    cache = tmp_path / "__pycache__"
+    cache.mkdir()
+    old = [cache / "cpu._walk-1.py311.nbi", cache / "cpu._walk-1.py311.1.nbc"]
+    for f in old:
+        f.write_bytes(b"x")
+    (cache / "cpu.cpython-311.pyc").write_bytes(b"x")
+    assert drop_stale(tmp_path)  # no stamp: compiled with unknown conventions
+    assert not any(f.exists() for f in old) and (cache / "cpu.cpython-311.pyc").exists()
+    # kernels compiled since, with these conventions, stay
+    for f in old:
+        f.write_bytes(b"x")
+    assert not drop_stale(tmp_path)
+    assert all(f.exists() for f in old)
+    # the conventions change: they go, and the stamp is the new one
+    (tmp_path / "conventions.py").write_text("OP_INS = 1\n")
+    assert drop_stale(tmp_path)
+    assert not any(f.exists() for f in old)
+    assert len(list(cache.glob("conventions-*.stamp"))) == 1
+    assert not drop_stale(tmp_path)
+
+
+def test_no_cache_folder_is_left_alone(tmp_path):
+    (tmp_path / "conventions.py").write_text("OP_INS = 2\n")
+    assert not drop_stale(tmp_path)
+    assert not (tmp_path / "__pycache__").exists()
