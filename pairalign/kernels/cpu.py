@@ -34,9 +34,26 @@ drop_stale()
 # timestamp of the file that defines a cached function, so code generated for
 # ``_fill`` must change with this file.
 
-#: Lanes (pairs) per task by score byte width: 1024 bits of lanes, two AVX-512
-#: registers (or four AVX2 ones) per vector, which LLVM splits as the target needs.
-TASK_LANES = {2: 64, 4: 32}
+def _register_bits() -> int:
+    """Bits of a vector register of the CPU that numba compiles for (its
+    features as numba takes them): 512 with AVX-512 (BW, for 16-bit lanes),
+    256 with AVX2, else 128."""
+    from numba import config
+    from numba.core.codegen import get_host_cpu_features
+
+    features = config.CPU_FEATURES
+    if features is None:
+        features = get_host_cpu_features()
+    have = {f[1:] for f in features.split(",") if f.startswith("+")}
+    return 512 if "avx512bw" in have else 256 if "avx2" in have else 128
+
+
+#: Lanes (pairs) per task by score byte width: two vector registers a vector,
+#: which LLVM splits as the target needs. Measured on one machine of each
+#: (400 proteome proteins, 2 threads): with AVX-512, 1024 bits (64 lanes of 16
+#: bits) beat 512; with AVX2 only, 512 bits beat 1024 (local score-only 1.76x,
+#: with traceback 1.16x) and 256 (1.5x).
+TASK_LANES = {size: 2 * _register_bits() // (8 * size) for size in (2, 4)}
 #: A task's lanes are handled in quarters: at column ``j`` only the quarters with a
 #: target of at least ``j`` residues are computed.
 QUARTERS = 4
@@ -258,8 +275,7 @@ def _emit_loop(builder, ity, L, half, parts, Hp, Fp, Pp, poff, TBp, tboff, Sp, j
         vstore(p, Sp, i64(at))
 
 
-#: Lanes (pairs) per task, by the score type's size in bytes (measured best on
-#: AVX-512: 64 lanes of 16 bits, 32 of 32 bits).
+#: Lanes (pairs) per task, by the score type's size in bytes (see TASK_LANES).
 LANES = dict(TASK_LANES)
 
 _SEG = {(tb, lc): make_segment(tb, lc) for tb in (False, True) for lc in (False, True)}
