@@ -48,7 +48,7 @@ UNROLL = 16
 
 
 def source() -> str:
-    out = ["#include <cuda_fp16.h>"]
+    out = []
     for i, (ty, _, body) in enumerate(OPS.values()):
         decl = "\n".join(f"  {ty} x{k} = ({ty})(seed + {k}); unsigned z{k} = seed * {k + 3} + 7;"
                          for k in range(CHAINS))
