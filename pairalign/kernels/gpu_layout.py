@@ -325,15 +325,14 @@ def plan_window(lengths: JobLengths, w: Window, *,
     warp_off = _offsets(warp_tb) + int(tb[wide].sum())
     warp_boff = _offsets((wm + 1) * 32) + int(bnd[wide].sum())
     # the packed kernel's warps: each row's couples, couples_per_warp at a time
-    coupling = (segments[:, KIND] == COUPLE) | (segments[:, KIND] == QUERY_COUPLE)
-    couples = segments[coupling, COUNT] // 2
+    couples = seg_n[packed] // 2
     cwarps = -(-couples // couples_per_warp)
-    query_warps = int(cwarps[segments[coupling, KIND] == QUERY_COUPLE].sum())
+    query_warps = int(cwarps[query_couple[packed]].sum())
     # warp k of a segment whose first couple is p, of the segments' warps
     # from w0 on: p + cpw (k - w0)
-    first_warp = _offsets(cwarps)[:-1]
-    couple_warps = np.empty(int(cwarps.sum()) + 1, np.int64)
-    couple_warps[:-1] = np.repeat(segments[coupling, POS] // 2 - couples_per_warp * first_warp,
+    warp0 = _offsets(cwarps)
+    couple_warps = np.empty(int(warp0[-1]) + 1, np.int64)
+    couple_warps[:-1] = np.repeat(segments[packed, POS] // 2 - couples_per_warp * warp0[:-1],
                                   cwarps)
     couple_warps[:-1] += couples_per_warp * np.arange(couple_warps.size - 1)
     couple_warps[-1] = couples.sum()
