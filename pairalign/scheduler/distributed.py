@@ -137,9 +137,9 @@ def _run_on(job: Job, backend, state, windows) -> list[PairBatch]:
     from ..engine import in_input
 
     runner = getattr(backend, "run_windows", None)
-    if runner is not None:
-        return [in_input(job, backend, b) for b in runner(job, state, windows)]
-    return [in_input(job, backend, backend.run_window(job, state, w)) for w in windows]
+    batches = (runner(job, state, windows) if runner is not None
+               else (backend.run_window(job, state, w) for w in windows))
+    return [in_input(job, backend, b) for b in batches]
 
 
 def _run_window(job, entry, w, max_memory, depth=0) -> list[PairBatch]:
