@@ -775,10 +775,10 @@ class GPUBackend:
                 qb_h = tb_h = ident_h = alen_h = self._constant(npairs, -1, np.int32)
                 offs_h = self._constant(npairs + 1, 0, np.int64)
                 code_h, len_h = np.zeros(0, np.uint8), np.zeros(0, np.int32)
-            batch = PairBatch(query=got[0], target=got[1], score=got[2], query_begin=qb_h, query_end=got[3],
-                              target_begin=tb_h, target_end=got[4], identities=ident_h,
-                              length=alen_h, op_offsets=offs_h, op_code=code_h,
-                              op_len=len_h)
+            batch = PairBatch(query=got[0], target=got[1], score=got[2], query_begin=qb_h,
+                              query_end=got[3], target_begin=tb_h, target_end=got[4],
+                              identities=ident_h, length=alen_h, op_offsets=offs_h,
+                              op_code=code_h, op_len=len_h)
         ev = h["ev"]
         self._add("download", time.perf_counter() - t_host)
         self._add("setup", cp.cuda.get_elapsed_time(ev[3], ev[0]) / 1e3)
