@@ -9,7 +9,7 @@ from .engine import DEFAULT_MAX_MEMORY, Progress, parse_memory, run_job
 from .errors import OptionError
 from .job import Job, SortedSet
 from .kernels.conventions import MODES
-from .results import AlignmentResult, PairAlignment
+from .results import AlignmentResult, PairAlignment, ResidueCodes
 from .scoring import Scoring
 from .sequences import SequenceRecords, read_sequences, records_from_python
 from .backends import get_backend
@@ -189,10 +189,11 @@ def iter_all(
     scoring = make_scoring(recs.alphabet, matrix, gap_open, gap_extend, match, mismatch)
     be, job = _job(recs, None, mode, scoring, traceback, backend, threads, devices)
     memory = parse_memory(max_memory)
+    codes = ResidueCodes(recs.sequences, recs.sequences, scoring)
     for batch in in_input_order(job, be, max_memory=memory, width=window,
                                 progress=progress, client=client, timings=timings):
         yield AlignmentResult(recs.ids, None, batch, mode, scoring, traceback,
-                              recs.sequences)
+                              recs.sequences, codes=codes)
 
 
 def align_many(

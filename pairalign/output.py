@@ -221,8 +221,14 @@ def write_tsv(handle: BinaryIO, result: AlignmentResult, batch: PairBatch | None
         if full:
             ident = identity_ten_thousandths(batch.identities[s:e], batch.length[s:e])
             o0, o1 = int(batch.op_offsets[s]), int(batch.op_offsets[e])
+            residues = None
+            if not use_m:
+                (qcodes, qpos), (tcodes, tpos) = result.residue_codes()
+                residues = (qcodes, qpos[q] + batch.query_begin[s:e], tcodes,
+                            tpos[t] + batch.target_begin[s:e])
             cig, cig_off = format_cigars(batch.op_offsets[s:e + 1] - o0,
-                                         batch.op_code[o0:o1], batch.op_len[o0:o1], use_m)
+                                         batch.op_code[o0:o1], batch.op_len[o0:o1], use_m,
+                                         residues)
         else:
             ident = np.zeros(e - s, np.int64)
             cig, cig_off = no_cigar, np.zeros(e - s + 1, np.int64)

@@ -21,8 +21,11 @@ class PairBatch:
     Coordinates are 0-based, ends exclusive. ``op_code``/``op_len`` hold the
     run-length alignment operations of every pair, pair ``p`` at
     ``op_offsets[p]:op_offsets[p + 1]`` (codes in
-    :mod:`pairalign.kernels.conventions`). Without traceback the begins,
-    identities and lengths are -1 and there are no operations.
+    :mod:`pairalign.kernels.conventions`: ``M`` for aligned residues, match or
+    mismatch, then ``I`` and ``D``; the CIGARs of
+    :class:`~pairalign.results.AlignmentResult` tell ``=`` from ``X`` by the
+    residues). Without traceback the begins, identities and lengths are -1
+    and there are no operations.
     """
 
     query: np.ndarray

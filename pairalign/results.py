@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Iterator
 
 import numpy as np
 
 from .cigar import cigar_string
-from .pairs import PairBatch
+from .pairs import PairBatch, _offsets
 from .scoring import Scoring
 
 
@@ -82,7 +83,8 @@ class AlignmentResult:
 
     def __init__(self, ids: list[str], target_ids: list[str] | None, pairs: PairBatch,
                  mode: str, scoring: Scoring, traceback: bool, sequences: list[str],
-                 target_sequences: list[str] | None = None) -> None:
+                 target_sequences: list[str] | None = None, *,
+                 codes: ResidueCodes | None = None) -> None:
         self.ids = list(ids)
         self.all_vs_all = target_ids is None
         self.target_ids = self.ids if target_ids is None else list(target_ids)
@@ -92,9 +94,19 @@ class AlignmentResult:
         self.traceback = traceback
         self.sequences = sequences
         self.target_sequences = sequences if target_sequences is None else target_sequences
+        self._codes = codes or ResidueCodes(self.sequences, self.target_sequences, scoring)
 
     def __len__(self) -> int:
         return len(self.pairs)
+
+    def residue_codes(self) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+        """The query and target sequences as residue codes
+        (:meth:`Scoring.encode`), each set joined: ``((codes, offsets),
+        (target_codes, target_offsets))``, sequence ``k`` at
+        ``codes[offsets[k]:offsets[k + 1]]``. The operations' ``M`` runs
+        are told apart into ``=`` and ``X`` by these codes. Encoded at the
+        first call (once for all the batches of :func:`pairalign.iter_all`)."""
+        return self._codes.get()
 
     def __repr__(self) -> str:
         kind = "all-vs-all" if self.all_vs_all else "query x target"
@@ -118,7 +130,11 @@ class AlignmentResult:
             raise IndexError(k)
         k %= len(p)
         q, t = int(p.query[k]), int(p.target[k])
-        cigar = cigar_string(*p.ops(k)) if self.traceback else None
+        cigar = None
+        if self.traceback:
+            (qcodes, qoff), (tcodes, toff) = self.residue_codes()
+            cigar = cigar_string(*p.ops(k), query=qcodes[qoff[q] + p.query_begin[k]:],
+                                 target=tcodes[toff[t] + p.target_begin[k]:])
         return PairAlignment(self.ids[q], self.target_ids[t], q, t, int(p.score[k]),
                              int(p.identities[k]), int(p.length[k]), int(p.query_begin[k]),
                              int(p.query_end[k]), int(p.target_begin[k]),
@@ -136,6 +152,33 @@ class AlignmentResult:
         q = self.sequences[rec.query_index]
         t = self.target_sequences[rec.target_index]
         return gapped(rec.cigar, q, t, rec.query_begin, rec.target_begin)
+
+
+class ResidueCodes:
+    """Query and target sequences as joined residue codes, encoded at the
+    first :meth:`get` (see :meth:`AlignmentResult.residue_codes`); results
+    of one run share one."""
+
+    def __init__(self, sequences: list[str], target_sequences: list[str],
+                 scoring: Scoring) -> None:
+        self._sources = (sequences, target_sequences, scoring)
+        self._codes = None
+        self._lock = threading.Lock()
+
+    def get(self) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+        with self._lock:  # TSV chunks are formatted on several threads
+            if self._codes is None:
+                sequences, target_sequences, scoring = self._sources
+                queries = _joined_codes(sequences, scoring)
+                targets = (queries if target_sequences is sequences
+                           else _joined_codes(target_sequences, scoring))
+                self._codes = (queries, targets)
+            return self._codes
+
+
+def _joined_codes(sequences: list[str], scoring: Scoring) -> tuple[np.ndarray, np.ndarray]:
+    lengths = np.fromiter((len(s) for s in sequences), np.int64, len(sequences))
+    return scoring.encode("".join(sequences)), _offsets(lengths)
 
 
 def gapped(cigar: str, query: str, target: str, query_begin: int,

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from pairalign.cigar import parse_cigar, rescore
-from pairalign.kernels.conventions import OP_DEL, OP_INS, OP_MATCH, OP_MISMATCH
+from pairalign.kernels.conventions import OP_ALIGNED, OP_DEL, OP_INS
 
 _ROOT = Path(__file__).resolve().parents[1]
 #: shared/ beside the repository (CI, developers), or a copy inside it (device runs)
@@ -214,16 +214,18 @@ def _concat_codes(sequences: list[str], scoring) -> tuple[np.ndarray, np.ndarray
 def check_pairs(res, *, cigar_sample: int = 50, seed: int = 0) -> None:
     """Check every alignment of a traceback result against its sequences.
 
-    For every pair: the operations re-score to the reported score (gap runs
-    ``open + (k - 1) * extend``, matrix scores for ``=``/``X`` columns); ``=``
-    exactly where the residues are the same residue code; run-length operations
-    (no two neighbours alike, lengths > 0); consumed lengths equal ``end - begin``
-    on both sequences, within the sequences; identities = count of ``=`` columns,
+    For every pair: the operations (``M``, ``I``, ``D``) re-score to the
+    reported score (gap runs ``open + (k - 1) * extend``, matrix scores for
+    aligned columns); run-length operations (no two neighbours alike, lengths
+    > 0); consumed lengths equal ``end - begin`` on both sequences, within the
+    sequences; identities = count of aligned columns of the same residue code,
     length = all columns. Global: the alignment spans both sequences. Semiglobal:
     it starts on the first row or column and ends on the last row or column.
     Local: score >= 0; empty iff the score is 0; first and last columns are
     aligned residues of positive score. Every pair's CIGAR string parses to
-    exactly those operations (so each CIGAR re-scores to its score); a sample of
+    exactly those operations once its ``=`` and ``X`` runs are merged into
+    ``M`` (so each CIGAR re-scores to its score), with ``=`` exactly where the
+    residue codes are the same and no two neighbouring runs alike; a sample of
     pairs is also re-scored with :func:`pairalign.cigar.rescore` and through its
     gapped strings.
     """
@@ -261,7 +263,7 @@ def check_pairs(res, *, cigar_sample: int = 50, seed: int = 0) -> None:
     code = p.op_code.astype(np.int64)
     ln = p.op_len.astype(np.int64)
     assert (ln > 0).all(), "operation of length 0"
-    assert np.isin(code, [OP_MATCH, OP_MISMATCH, OP_INS, OP_DEL]).all(), "unknown operation code"
+    assert np.isin(code, [OP_ALIGNED, OP_INS, OP_DEL]).all(), "unknown operation code"
     pair_of_op = np.repeat(np.arange(P), n_ops)
     same_as_prev = np.zeros(len(code), bool)
     same_as_prev[1:] = (code[1:] == code[:-1]) & (pair_of_op[1:] == pair_of_op[:-1])
@@ -269,7 +271,7 @@ def check_pairs(res, *, cigar_sample: int = 50, seed: int = 0) -> None:
     m[pair_of_op[same_as_prev]] = True
     assert not m.any(), bad(m, "two neighbouring operations alike (not run-length)")
 
-    is_m = (code == OP_MATCH) | (code == OP_MISMATCH)
+    is_m = code == OP_ALIGNED
     q_adv = np.where(is_m | (code == OP_INS), ln, 0)
     t_adv = np.where(is_m | (code == OP_DEL), ln, 0)
     q_used = np.bincount(pair_of_op, q_adv, minlength=P).astype(np.int64)
@@ -294,12 +296,8 @@ def check_pairs(res, *, cigar_sample: int = 50, seed: int = 0) -> None:
     cq = _expand(op_q[mi], ln[mi])
     ct = _expand(op_t[mi], ln[mi])
     c_pair = np.repeat(pair_of_op[mi], ln[mi])
-    c_is_eq = np.repeat(code[mi] == OP_MATCH, ln[mi])
     a, b = qcodes[cq], tcodes[ct]
     same = a == b
-    m = np.zeros(P, bool)
-    m[c_pair[same != c_is_eq]] = True
-    assert not m.any(), bad(m, "'=' / 'X' disagree with the residues")
     sub = sc.matrix[a, b].astype(np.int64)
     col_score = np.bincount(c_pair, sub, minlength=P)
     gi = ~is_m
@@ -309,9 +307,9 @@ def check_pairs(res, *, cigar_sample: int = 50, seed: int = 0) -> None:
     m = rescored != score
     assert not m.any(), bad(m, f"re-scored {rescored[m][:5]} != reported {score[m][:5]}")
 
-    ident = np.bincount(pair_of_op[code == OP_MATCH], ln[code == OP_MATCH], minlength=P)
+    ident = np.bincount(c_pair[same], minlength=P)
     m = ident.astype(np.int64) != p.identities
-    assert not m.any(), bad(m, "identities != count of '=' columns")
+    assert not m.any(), bad(m, "identities != count of identical aligned columns")
     total = np.bincount(pair_of_op, ln, minlength=P)
     m = total.astype(np.int64) != p.length
     assert not m.any(), bad(m, "length != number of columns")
@@ -342,21 +340,41 @@ def check_pairs(res, *, cigar_sample: int = 50, seed: int = 0) -> None:
         m[nz] = (sc.matrix[qcodes[fq], tcodes[ft]] <= 0) | (sc.matrix[qcodes[lq], tcodes[lt]] <= 0)
         assert not m.any(), bad(m, "local alignment begins or ends with a column scoring <= 0")
 
-    # every CIGAR string spells exactly the operations re-scored above
+    # every CIGAR string spells exactly the operations re-scored above, its
+    # M runs as = where the residue codes are the same and X where not
     cigars = [res[k].cigar for k in range(P)]
     joined = "".join(cigars)
     toks = re.findall(r"(\d+)([=XID])", joined)
     assert sum(len(n) + 1 for n, _ in toks) == len(joined), "CIGAR holds other than [0-9=XID]"
-    chars = np.frombuffer(b"".join(op.encode() for _, op in toks), np.uint8)
-    lut = np.full(256, 255, np.int64)
-    for c, v in zip(b"=XID", (OP_MATCH, OP_MISMATCH, OP_INS, OP_DEL)):
+    tok_len = np.array([int(n) for n, _ in toks], np.int64)
+    tok_op = np.frombuffer(b"".join(op.encode() for _, op in toks), np.uint8)
+    tok_pair = np.repeat(np.arange(P), [len(re.findall(r"[=XID]", c)) for c in cigars])
+    eqx = (tok_op == ord("=")) | (tok_op == ord("X"))
+    # the column-by-column =/X of the CIGARs against the residues
+    col_eq = np.repeat(tok_op[eqx] == ord("="), tok_len[eqx])
+    assert len(col_eq) == len(same), "CIGAR =/X columns differ from the aligned columns"
+    m = np.zeros(P, bool)
+    m[c_pair[col_eq != same]] = True
+    assert not m.any(), bad(m, "'=' / 'X' disagree with the residues")
+    # =/X runs maximal; merged into M runs they are the operations
+    lut = np.full(256, -1, np.int64)
+    for c, v in zip(b"=XID", (OP_ALIGNED, OP_ALIGNED, OP_INS, OP_DEL)):
         lut[c] = v
-    per_pair = np.array([c.count("=") + c.count("X") + c.count("I") + c.count("D")
-                         for c in cigars], np.int64)
-    assert np.array_equal(per_pair, n_ops), "CIGAR op counts differ from the operations"
-    assert np.array_equal(lut[chars], code), "CIGAR ops differ from the operations"
-    assert np.array_equal(np.array([int(n) for n, _ in toks], np.int64), ln), \
-        "CIGAR run lengths differ from the operations"
+    tok_code = lut[tok_op]
+    again = np.zeros(len(toks), bool)
+    again[1:] = (tok_op[1:] == tok_op[:-1]) & (tok_pair[1:] == tok_pair[:-1])
+    m = np.zeros(P, bool)
+    m[tok_pair[again]] = True
+    assert not m.any(), bad(m, "two neighbouring CIGAR operations alike")
+    start = np.ones(len(toks), bool)
+    start[1:] = (tok_code[1:] != tok_code[:-1]) | (tok_pair[1:] != tok_pair[:-1])
+    run = np.cumsum(start) - 1
+    merged_code = tok_code[start]
+    merged_len = np.bincount(run, tok_len).astype(np.int64) if len(toks) else tok_len
+    assert np.array_equal(np.bincount(tok_pair[start], minlength=P), n_ops), \
+        "CIGAR op counts differ from the operations"
+    assert np.array_equal(merged_code, code), "CIGAR ops differ from the operations"
+    assert np.array_equal(merged_len, ln), "CIGAR run lengths differ from the operations"
 
     # pairalign.cigar.rescore and the gapped strings on a sample
     rng = np.random.default_rng(seed)

@@ -85,7 +85,10 @@ def check_full_tsv(text, result, keep=None, use_m=False):
                                           p.target_begin, p.target_end)):
         assert np.array(cols[c], dtype=np.int64).tolist() == arr[keep].tolist(), header[c]
     assert list(cols[3]) == [identity_text(p.identities[k], p.length[k]) for k in keep]
-    assert list(cols[9]) == [cigar_string(*p.ops(k), use_m=use_m) for k in keep]
+    if use_m:
+        assert list(cols[9]) == [cigar_string(*p.ops(k), use_m=True) for k in keep]
+    else:
+        assert list(cols[9]) == [result[int(k)].cigar for k in keep]
 
 
 # ---------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pairalign
-from pairalign.kernels.conventions import OP_DEL, OP_INS
+from pairalign.kernels.conventions import OP_ALIGNED, OP_DEL, OP_INS
 from pairalign.pairs import PairBatch
 
 from conftest import sample_indices
@@ -190,7 +190,7 @@ def test_orientation(mode, seqs, baselines):
             assert (r.query_end, r.target_end) == (len(q), len(t))
     # the ops of swapped pairs are the I/D mirror of the computed ones, never a mix
     codes = set(np.unique(p.op_code).tolist())
-    assert codes <= {0, 1, OP_INS, OP_DEL}
+    assert codes <= {OP_ALIGNED, OP_INS, OP_DEL}
 
 
 def _ops(cigar):

@@ -19,7 +19,7 @@ from pairalign.pairs import PairBatch
 from pairalign.results import AlignmentResult
 from pairalign.scoring import Scoring
 
-OPS = "=XID"
+OPS = "MID"
 
 
 # ---------------------------------------------------------------------------------
@@ -35,14 +35,25 @@ def identity_text(identities: int, length: int) -> str:
     return f"{tt // 10000}.{tt % 10000:04d}"
 
 
-def reference_cigar(codes, lengths, use_m: bool) -> str:
-    runs = []
-    for c, n in zip(codes.tolist(), lengths.tolist()):
-        ch = "M" if use_m and OPS[c] in "=X" else OPS[c]
-        if runs and runs[-1][1] == ch == "M":
-            runs[-1][0] += n
+def reference_cigar(result: AlignmentResult, batch: PairBatch, k: int, use_m: bool) -> str:
+    """Pair ``k``'s CIGAR, each M column told = or X by its residues' codes."""
+    q = result.scoring.encode(result.sequences[batch.query[k]])
+    t = result.scoring.encode(result.target_sequences[batch.target[k]])
+    i, j = int(batch.query_begin[k]), int(batch.target_begin[k])
+    letters = []
+    for c, n in zip(*(x.tolist() for x in batch.ops(k))):
+        if OPS[c] == "M":
+            letters += ["M" if use_m else "=X"[int(q[i + x] != t[j + x])] for x in range(n)]
+            i, j = i + n, j + n
         else:
-            runs.append([n, ch])
+            letters += [OPS[c]] * n
+            i, j = (i + n, j) if OPS[c] == "I" else (i, j + n)
+    runs = []
+    for ch in letters:
+        if runs and runs[-1][1] == ch:
+            runs[-1][0] += 1
+        else:
+            runs.append([1, ch])
     return "".join(f"{n}{ch}" for n, ch in runs)
 
 
@@ -56,7 +67,7 @@ def reference_tsv(result: AlignmentResult, batch: PairBatch, use_m: bool = False
                                                           int(batch.length[k])),
                       batch.length[k], batch.query_begin[k], batch.query_end[k],
                       batch.target_begin[k], batch.target_end[k],
-                      reference_cigar(*batch.ops(k), use_m)]
+                      reference_cigar(result, batch, k, use_m)]
         else:
             fields = [q, t, batch.score[k], batch.query_end[k], batch.target_end[k]]
         lines.append("\t".join(str(f) for f in fields))
@@ -89,25 +100,28 @@ def synthetic():
     alignment, long runs, non-ASCII and long ids."""
     ids = ["a", "β-2", "x" * 300, "q|1/2"]
     i32 = np.iinfo(np.int32)
-    rows = [
-        (0, 1, -7, 0, 5, 0, 6, 4, 6),            # negative score; 4/6 = 0.6667
+    rows = [  # coordinates consumed exactly by the operations below
+        (0, 1, -7, 0, 5, 0, 5, 4, 6),            # negative score; 4/6 = 0.6667
         (0, 2, 0, 0, 0, 0, 0, 0, 0),             # empty local alignment
-        (1, 3, i32.max, 0, 40, 2, 32, 1, 32),    # 1/32 = 0.03125 -> 0.0313 (half up)
-        (2, 3, i32.min + 1, 3, 1003, 0, 1001, 1000, 1002),
+        (1, 3, i32.max, 0, 32, 2, 24, 1, 32),    # 1/32 = 0.03125 -> 0.0313 (half up)
+        (2, 3, i32.min + 1, 3, 1005, 0, 1001, 1000, 1003),
         (3, 0, 123456, 10, 20, 30, 40, 3, 10),   # 3/10 exactly
         (1, 2, -1, 0, 2, 0, 2, 2, 2),            # 1.0000
     ]
-    ops = [
-        [(0, 2), (2, 1), (1, 1), (0, 1), (3, 1)],
+    ops = [  # M 0, I 1, D 2
+        [(0, 2), (1, 1), (0, 2), (2, 1)],
         [],
-        [(0, 1), (1, 7), (2, 10), (1, 14)],
-        [(0, 999), (1, 1), (2, 2), (3, 1)],
-        [(1, 1), (0, 3), (1, 6)],
+        [(0, 8), (1, 10), (0, 14)],
+        [(0, 1000), (1, 2), (2, 1)],
+        [(0, 10)],
         [(0, 2)],
     ]
     batch = make_batch(rows, ops)
     scoring = Scoring.create("protein")
-    return AlignmentResult(ids, None, batch, "local", scoring, True, ["A"] * len(ids))
+    # residues of two letters: = and X runs of every length in the M runs
+    rng = np.random.default_rng(5)
+    sequences = ["".join(rng.choice(list("AC"), 1100)) for _ in ids]
+    return AlignmentResult(ids, None, batch, "local", scoring, True, sequences)
 
 
 # ---------------------------------------------------------------------------------
@@ -141,7 +155,8 @@ def test_synthetic_edge_cases(synthetic):
     assert lines[5].split("\t")[3] == "0.3000"
     assert lines[6].split("\t")[3] == "1.0000"
     assert tsv_bytes(synthetic, use_m=True) == reference_tsv(synthetic, synthetic.pairs, True)
-    assert "\t1000M2I1D\n" in tsv_bytes(synthetic, use_m=True).decode()  # =, X merged
+    assert "\t1000M2I1D\n" in tsv_bytes(synthetic, use_m=True).decode()
+    assert "=" in got.decode() and "X" in got.decode()
 
 
 def test_score_only_columns(synthetic):
@@ -150,7 +165,7 @@ def test_score_only_columns(synthetic):
     got = tsv_bytes(res)
     assert got == reference_tsv(res, res.pairs)
     assert got.split(b"\n")[0] == b"query\ttarget\tscore\tquery_end\ttarget_end"
-    assert got.split(b"\n")[1] == "a\tβ-2\t-7\t5\t6".encode()
+    assert got.split(b"\n")[1] == "a\tβ-2\t-7\t5\t5".encode()
 
 
 def test_empty_batch(synthetic):
@@ -176,9 +191,8 @@ def test_real_results_match_reference(real, real_cross):
     for res in (real, real_cross):
         got = tsv_bytes(res)
         assert got == reference_tsv(res, res.pairs)
-        for k in (0, len(res) // 2, len(res) - 1):  # the CIGAR module agrees too
-            assert got.split(b"\n")[k + 1].split(b"\t")[-1].decode() == \
-                cigar_string(*res.pairs.ops(k))
+        for k in (0, len(res) // 2, len(res) - 1):  # the records agree too
+            assert got.split(b"\n")[k + 1].split(b"\t")[-1].decode() == res[k].cigar
     assert tsv_bytes(real_cross).split(b"\n")[1].startswith(b"seq1\tseq1\t")
 
 
@@ -224,7 +238,8 @@ def test_filter_keeps_alignments_and_order(real):
     assert out.query.tolist() == p.query[want].tolist()
     assert out.target.tolist() == p.target[want].tolist()
     for j, k in enumerate(want):
-        assert cigar_string(*out.ops(j)) == cigar_string(*p.ops(k))
+        assert cigar_string(*out.ops(j), use_m=True) == cigar_string(*p.ops(k), use_m=True)
+        assert all(np.array_equal(x, y) for x, y in zip(out.ops(j), p.ops(k)))
 
 
 def test_filter_errors(synthetic):

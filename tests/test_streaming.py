@@ -60,12 +60,15 @@ def test_cli_output_identical_with_little_memory(recs, tmp_path):
     assert outs[0] == outs[1] and outs[0].count(b"\n") == 1 + 70 * 69 // 2
 
 
-def test_iter_all_parts_cover_every_pair_in_order(recs):
-    parts = list(pairalign.iter_all(recs, backend="cpu", max_memory="3M"))
+def test_iter_all_parts_cover_every_pair_in_order(records):
+    # 140 sequences: their results (~1.1 MB) are more than a quarter of 3 MB
+    r = records("adeno_fiber.faa")
+    many = pairalign.sequences.records_from_python(r.sequences[:140], ids=r.ids[:140])
+    parts = list(pairalign.iter_all(many, backend="cpu", max_memory="3M"))
     assert len(parts) > 1
     q = np.concatenate([p.pairs.query for p in parts])
     t = np.concatenate([p.pairs.target for p in parts])
-    i, j = np.triu_indices(70, 1)
+    i, j = np.triu_indices(140, 1)
     assert np.array_equal(q, i) and np.array_equal(t, j)
 
 

@@ -975,10 +975,9 @@ __device__ __forceinline__ unsigned tb_bits(unsigned word, int r) {
 }
 
 #define WALK_AHEAD 8  // traceback words a walk loads at once (see walk)
-#define OP_MATCH 0
-#define OP_MISMATCH 1
-#define OP_INS 2
-#define OP_DEL 3
+#define OP_ALIGNED 0  // kernels/conventions.py
+#define OP_INS 1
+#define OP_DEL 2
 
 struct Runs {
     unsigned char* code; int* len; long long pos; int cur; int count;
@@ -1077,7 +1076,7 @@ walk(
         if ((t & 2u) == 0u) {  // from the diagonal
             const int x = a[i - 1], y = b[j - 1];
             ident += x == y;
-            runs.emit(x == y ? OP_MATCH : OP_MISMATCH, 1);
+            runs.emit(OP_ALIGNED, 1);
             v -= matrix[x * K + y];
             ++length; --i; left();
         } else if (t & 1u) {  // F over E: H(i, j) = F(i, j), a gap in the target

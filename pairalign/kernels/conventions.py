@@ -10,11 +10,12 @@ ORIGIN_DIAG = 1
 ORIGIN_E = 2
 ORIGIN_F = 3
 
-#: Alignment operations: a match (``=``), a mismatch (``X``), a query residue
-#: against a gap (``I``, consumes the query) and a target residue against a gap
-#: (``D``, consumes the target), as in SAM with the query as the read.
-OP_MATCH = 0
-OP_MISMATCH = 1
-OP_INS = 2
-OP_DEL = 3
-OP_CHARS = b"=XID"
+#: Alignment operations, run-length encoded: an aligned pair of residues
+#: (``M``: a match or a mismatch, told apart from the residues when a CIGAR is
+#: written with ``=`` and ``X``), a query residue against a gap (``I``,
+#: consumes the query) and a target residue against a gap (``D``, consumes the
+#: target), as in SAM with the query as the read.
+OP_ALIGNED = 0
+OP_INS = 1
+OP_DEL = 2
+OP_CHARS = b"MID"

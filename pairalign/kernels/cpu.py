@@ -24,7 +24,7 @@ from llvmlite import ir
 from numba import njit, prange, types
 from numba.extending import intrinsic
 
-from .conventions import (GLOBAL, LOCAL, OP_DEL, OP_INS, OP_MATCH, OP_MISMATCH,
+from .conventions import (GLOBAL, LOCAL, OP_ALIGNED, OP_DEL, OP_INS,
                           ORIGIN_DIAG, ORIGIN_E, ORIGIN_STOP, SEMIGLOBAL)
 from ._numba_cache import drop_stale
 
@@ -488,11 +488,8 @@ def _walk(mode, a, b, tb, lane, ei, ej, op_code, op_len, start):
                 break
             if org == ORIGIN_DIAG:
                 if a[i - 1] == b[j - 1]:
-                    op = OP_MATCH
                     ident += 1
-                else:
-                    op = OP_MISMATCH
-                pos, cur, count = _emit(op_code, op_len, pos, cur, count, op)
+                pos, cur, count = _emit(op_code, op_len, pos, cur, count, OP_ALIGNED)
                 length += 1
                 i -= 1
                 j -= 1

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from numba import njit
 
-from .conventions import OP_MATCH, OP_MISMATCH
+from .conventions import OP_ALIGNED, OP_DEL, OP_INS
 from ._numba_cache import drop_stale
 
 drop_stale()
 
-_M = ord("M")
+_EQ, _X = ord("="), ord("X")
 
 
 @njit(cache=True, boundscheck=False)
@@ -42,32 +42,43 @@ def put_bytes(out, pos, src, start, end):
 
 
 @njit(cache=True, boundscheck=False, nogil=True)
-def write_cigars(op_offsets, op_code, op_len, chars, merge_m, out, out_off):
+def write_cigars(op_offsets, op_code, op_len, chars, eqx, qcodes, qpos, tcodes, tpos, out,
+                 out_off):
     """Every pair's CIGAR (pair ``p``'s operations at
     ``op_offsets[p]:op_offsets[p + 1]``) into ``out``, pair ``p`` from
     ``out_off[p]`` (set for ``p + 1`` on the way); returns the bytes written.
-    ``chars`` maps operation codes to letters; ``merge_m`` writes runs of
-    matches and mismatches as one ``M``."""
+    ``chars`` maps operation codes to letters. ``eqx`` writes each run of
+    aligned pairs as runs of ``=`` (the same residue code) and ``X``: pair
+    ``p`` aligns ``qcodes`` from ``qpos[p]`` and ``tcodes`` from
+    ``tpos[p]``."""
     for p in range(op_offsets.shape[0] - 1):
         pos = out_off[p]
-        k = op_offsets[p]
-        end = op_offsets[p + 1]
-        while k < end:
+        i = qpos[p] if eqx else 0
+        j = tpos[p] if eqx else 0
+        for k in range(op_offsets[p], op_offsets[p + 1]):
             c = op_code[k]
             n = op_len[k]
-            if merge_m and (c == OP_MATCH or c == OP_MISMATCH):
-                k2 = k + 1
-                while k2 < end and (op_code[k2] == OP_MATCH or op_code[k2] == OP_MISMATCH):
-                    n += op_len[k2]
-                    k2 += 1
-                ch = _M
-                k = k2
+            if eqx and c == OP_ALIGNED:
+                x = 0
+                while x < n:
+                    same = qcodes[i + x] == tcodes[j + x]
+                    y = x + 1
+                    while y < n and (qcodes[i + y] == tcodes[j + y]) == same:
+                        y += 1
+                    pos = put_int(out, pos, y - x)
+                    out[pos] = _EQ if same else _X
+                    pos += 1
+                    x = y
+                i += n
+                j += n
             else:
-                ch = chars[c]
-                k += 1
-            pos = put_int(out, pos, n)
-            out[pos] = ch
-            pos += 1
+                pos = put_int(out, pos, n)
+                out[pos] = chars[c]
+                pos += 1
+                if c == OP_INS:
+                    i += n
+                elif c == OP_DEL:
+                    j += n
         out_off[p + 1] = pos
     return pos
 

@@ -24,7 +24,7 @@ from typing import BinaryIO
 import numpy as np
 
 from ..errors import OptionError
-from ..kernels.conventions import OP_DEL, OP_INS, OP_MISMATCH
+from ..kernels.conventions import OP_ALIGNED, OP_DEL, OP_INS
 from ..output import atomic_output, write_tsv
 
 BLAST6_COLUMNS = ("qseqid", "sseqid", "pident", "length", "mismatch", "gapopen",
@@ -88,8 +88,9 @@ def _op_counts(batch):
     n_ops = batch.n_ops
     pair = np.repeat(np.arange(len(batch)), n_ops)
     code = batch.op_code
-    mism = np.bincount(pair[code == OP_MISMATCH], batch.op_len[code == OP_MISMATCH],
-                       minlength=len(batch)).astype(np.int64)
+    aligned = np.bincount(pair[code == OP_ALIGNED], batch.op_len[code == OP_ALIGNED],
+                          minlength=len(batch)).astype(np.int64)
+    mism = aligned - batch.identities.astype(np.int64)
     gaps = np.bincount(pair[(code == OP_INS) | (code == OP_DEL)],
                        minlength=len(batch)).astype(np.int64)
     return mism, gaps
