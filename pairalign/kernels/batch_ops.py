@@ -1,7 +1,8 @@
 """numba kernels over the columns of a :class:`~pairalign.pairs.PairBatch`:
-gathering pairs, orienting them, placing them at their ranks. Imported when
-first used, so that importing pairalign does not start numba (a GPU run from
-the command line starts it at the first window's results)."""
+gathering pairs, orienting them (a flipped pair's I and D runs swapped),
+placing them at their ranks. Imported when first used, so that importing
+pairalign does not start numba (a GPU run from the command line starts it at
+the first window's results)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Codes shared by every backend: modes, traceback origins, alignment operations."""
+"""Codes shared by every backend: modes, traceback origins, alignment operations.
+
+The numba kernels freeze these constants in when they compile; kernels cached
+with other values are dropped before use (:mod:`._numba_cache`)."""
 
 GLOBAL = 0
 SEMIGLOBAL = 1
