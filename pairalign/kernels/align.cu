@@ -45,7 +45,7 @@
 //   instead of 32 lanes of one: with gs = PACK_TB_GROUP * TB_STRIPES, word
 //   (s, j) at ((s / gs) * (m + PACK_TB_GROUP - 1) + (j - 1) + l) * gs + s % gs,
 //   where l = (s % gs) / TB_STRIPES is the lane that fills it.
-// - query couples (local and global: fill_qpack): two queries (rows r and
+// - query couples (local and global: QueryCouple): two queries (rows r and
 //   r + 1 of a window) against one target, the packed kernel's first warps
 //   (fill2); with traceback each pair's words in the couples'
 //   layout above, both with the bands of the longer query (the first).
@@ -558,7 +558,7 @@ struct Stripe2 {
         }
     }
 
-    // track for query couples (fill_qpack): the low half's query of n0 rows,
+    // track for query couples (QueryCouple): the low half's query of n0 rows,
     // the high half's of n1, one target of m columns. Local mode reads
     // neither (rows past a query's end score -128 and never hold a best
     // cell); global takes each half's cell (n_k, m).
@@ -601,114 +601,59 @@ __device__ __forceinline__ unsigned word_at(const uint4& w, int k) {
     return k == 0 ? w.x : k == 1 ? w.y : k == 2 ? w.z : w.w;
 }
 
-// Two pairs of one query (see above) on a group of G lanes of R rows each (R =
-// PACK_TB_ROWS with traceback); a warp holds 32 / G groups, a couple each, all of one
-// query. Short queries fill more of a group's band than of a warp's, a lane's
-// per-column work (shuffles, profile and bound bookkeeping) is shared by R
-// rows, and a band's first and last lanes wait G - 1 steps instead of 31. The warp runs until its
-// longest group is done (its couples are consecutive targets of a row: of
-// about one length); a group with no couple (m0 = m1 = 0) only takes part in
-// the shuffles. lane: the lane in the warp; prof: the warp's profile, (K + 1)
-// entries of G words (see build_profile), entry K for the shorter target's
-// columns past its end. With traceback, each pair's words go to its own wide
-// layout (tb0, tb1), up to its own end.
+// A couple of two targets and one query (see above): the profile of the
+// query, (K + 1) entries of G words (see build_profile), entry K for the
+// shorter target's columns past its end; a column's two entries, one per
+// target, merged by a PRMT a row into the halves.
 template <int mode, bool want_tb, int R, int G>
-__device__ __forceinline__ void fill_pack(
-     const int* matrix, int K, typename ProfileWord<R>::type* prof, const unsigned char* a,
-     int n, const unsigned char* b0, int m0, const unsigned char* b1, int m1, int go, int ge,
-     unsigned* top_h, unsigned* top_f, unsigned* tb0, unsigned* tb1, int lane,
-     int (&best)[2], int (&bi)[2], int (&bj)[2])
-{
+struct TargetCouple {
     typedef typename ProfileWord<R>::type Word;
-    const int gl = lane & (G - 1);
-    const int m = max(m0, m1);
-    if (m > 0) {
-        for (int j = gl; j <= m; j += G) {
-            const int h0 = mode == GLOBAL ? gap_boundary(j, go, ge) : 0;
-            top_h[j] = pack2(h0);
-            top_f[j] = pack2(h0 - go);  // F of row 1
-        }
-    }
-    const unsigned go2 = pack2(-go), ge2 = pack2(-ge);
-    unsigned floor = 0;
-    // rows of the top pad (see Stripe2::top_pad); i0 below is a lane's first
-    // row in the query, negative in the pad
-    const int pad = Stripe2<mode, want_tb, R>::top_pad ? (R - n % R) % R : 0;
-    const int nstripes = (n + pad + R - 1) / R;
-    Stripe2<mode, want_tb, R> st;
-    for (int band = 0; band * G < nstripes; ++band) {
-        __syncwarp();
-        const int i0 = (band * G + gl) * R - pad;
-        const int last = min(G - 1, nstripes - 1 - band * G);  // the band's last lane
-        st.start(i0, go, ge);
-        build_profile<R, G>(matrix, K, K + 1, prof, a, n, band, lane, pad);
-        __syncwarp();
-        unsigned diag = pack2((mode == GLOBAL) ? gap_boundary(i0, go, ge) : 0);
-        unsigned out_h = 0, out_f = pack2(NEG16);
-        BandTop<unsigned, G> above(top_h, top_f, gl, m, pack2(NEG16));
-        // Column j's two profile rows, as byte offsets from this lane's entry
-        // (low half: target 0, high: target 1), travel like H and F: lane 0
-        // takes them G columns at a time from the whole group, every other lane
-        // from its neighbour one step later. No per-step residue loads.
-        const char* plane = reinterpret_cast<const char*>(prof + gl);
-        unsigned cols = 0, col = 0;
-        const unsigned mine = gl <= last ? (unsigned)m : 0u;  // lanes past the band's end: none
-        const int group_steps = m + last;
-        const int steps = G == 32 ? group_steps
-                                  : (int)__reduce_max_sync(FULL, (unsigned)group_steps);
-        constexpr int S = R / 8;  // stripes a lane: words a step
-        unsigned* const band0 = tb0 + ((long long)band * (m0 + G - 1) * G + gl) * S;
-        unsigned* const band1 = tb1 + ((long long)band * (m1 + G - 1) * G + gl) * S;
-        for (int t = 0; t < steps; ++t) {
-            unsigned hup, fup;
-            above.step(top_h, top_f, t, gl, m, out_h, out_f, hup, fup);
-            if ((t & (G - 1)) == 0) cols = prof_offsets<Word, G>(b0, m0, b1, m1, K, t + gl + 1);
-            const unsigned from_left = __shfl_up_sync(FULL, col, 1, G);
-            const unsigned from_group = __shfl_sync(FULL, cols, t & (G - 1), G);
-            col = gl == 0 ? from_group : from_left;
-            const int j = t - gl + 1;
-            if ((unsigned)(t - gl) < mine) {
-                const unsigned d0 = diag;
-                diag = hup;
-                const Word p0 = *reinterpret_cast<const Word*>(plane + (col & 0xffffu));
-                const Word p1 = *reinterpret_cast<const Word*>(plane + (col >> 16));
-                // row r's two scores, each byte sign-extended into its half
-                unsigned sub[R];
-#pragma unroll
-                for (int r = 0; r < R; ++r) {
-                    const unsigned k = r % 4;
-                    const unsigned sel = k | ((k | 8u) << 4) | ((4u + k) << 8) | ((12u + k) << 12);
-                    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(sub[r])
-                        : "r"(word_at(p0, r / 4)), "r"(word_at(p1, r / 4)), "r"(sel));
-                }
-                unsigned w0[R / 8], w1[R / 8];
-                st.column(sub, d0, hup, fup, go2, ge2, w0, w1);
-                st.track(i0, j, n, m0, m1, floor, best, bi, bj);
-                out_h = hup;
-                out_f = fup;
-                if (gl == last) { top_h[j] = hup; top_f[j] = fup; }
-                if constexpr (want_tb && S == 2) {  // one 8-byte store a pair
-                    if (j <= m0) *reinterpret_cast<uint2*>(band0 + t * G * S) = make_uint2(w0[0], w0[1]);
-                    if (j <= m1) *reinterpret_cast<uint2*>(band1 + t * G * S) = make_uint2(w1[0], w1[1]);
-                } else if constexpr (want_tb) {
-                    if (j <= m0) band0[t * G] = w0[0];
-                    if (j <= m1) band1[t * G] = w1[0];
-                }
-            }
-        }
-    }
-}
+    Word* prof;
+    const unsigned char* a;
+    int n;
+    const unsigned char *b0, *b1;
+    int m0, m1, K;
 
-// Query couples (local or global): two queries, rows r and r + 1
-// of a window (a0 of n0 rows, a1 of n1), against one target b of m columns,
-// in the halves of each register as in fill_pack (low: a0's pair). Both
-// halves take the same target residue each column, so the warp's profile
-// joins the two queries: entry t, lane l holds, for each of the lane's R
-// rows, the scores of a0's and a1's residues against t as a ready pair of
-// 16-bit halves (-128 past a query's end: such rows never hold a best cell,
-// and nothing above them depends on them). A step loads its rows' pairs
-// without merging (fill_pack's PRMT a row). The groups of a warp share the
-// query couple, each has its own target.
+    // rows of the top pad (see Stripe2::top_pad)
+    __device__ __forceinline__ int pad() const {
+        return Stripe2<mode, want_tb, R>::top_pad ? (R - n % R) % R : 0;
+    }
+    __device__ __forceinline__ int rows() const { return n; }
+    __device__ __forceinline__ void build(const int* matrix, int band, int lane) const {
+        build_profile<R, G>(matrix, K, K + 1, prof, a, n, band, lane, pad());
+    }
+    __device__ __forceinline__ unsigned offsets(int j) const {
+        return prof_offsets<Word, G>(b0, m0, b1, m1, K, j);
+    }
+    // row r's two scores, each byte sign-extended into its half
+    __device__ __forceinline__ void load(const char* plane, unsigned col,
+                                         unsigned (&sub)[R]) const {
+        const Word p0 = *reinterpret_cast<const Word*>(plane + (col & 0xffffu));
+        const Word p1 = *reinterpret_cast<const Word*>(plane + (col >> 16));
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            const unsigned k = r % 4;
+            const unsigned sel = k | ((k | 8u) << 4) | ((4u + k) << 8) | ((12u + k) << 12);
+            asm("prmt.b32 %0, %1, %2, %3;" : "=r"(sub[r])
+                : "r"(word_at(p0, r / 4)), "r"(word_at(p1, r / 4)), "r"(sel));
+        }
+    }
+    __device__ __forceinline__ void track(const Stripe2<mode, want_tb, R>& st, int i0, int j,
+                                          unsigned& floor, int (&best)[2], int (&bi)[2],
+                                          int (&bj)[2]) const {
+        st.track(i0, j, n, m0, m1, floor, best, bi, bj);
+    }
+};
+
+// Query couples (local or global): two queries, rows r and r + 1 of a window
+// (a0 of n0 rows, a1 of n1), against one target b of m columns, in the halves
+// of each register (low: a0's pair). Both halves take the same target
+// residue each column, so the warp's profile joins the two queries: entry t,
+// lane l holds, for each of the lane's R rows, the scores of a0's and a1's
+// residues against t as a ready pair of 16-bit halves (-128 past a query's
+// end: such rows never hold a best cell, and nothing above them depends on
+// them). A step loads its rows' pairs without merging (TargetCouple's PRMT a
+// row). The groups of a warp share the query couple, each has its own target.
 //
 // A lane's R words of entry t are R / 4 chunks of 16 bytes, chunk-major:
 // chunk q of lane l at prof[(t * R / 4 + q) * G + l], so that the G lanes of
@@ -736,52 +681,95 @@ __device__ __forceinline__ void build_query_profile(const int* matrix, int K, ui
 }
 
 template <int mode, bool want_tb, int R, int G>
-__device__ __forceinline__ void fill_qpack(
-     const int* matrix, int K, uint4* prof, const unsigned char* a0, int n0,
-     const unsigned char* a1, int n1, const unsigned char* b, int m, int go, int ge,
-     unsigned* top_h, unsigned* top_f, unsigned* tb0, unsigned* tb1, int lane,
-     int (&best)[2], int (&bi)[2], int (&bj)[2])
+struct QueryCouple {
+    uint4* prof;
+    const unsigned char *a0, *a1;
+    int n0, n1;
+    const unsigned char* b;
+    int m0, m1, K;  // m0 = m1: the target's length
+
+    __device__ __forceinline__ int pad() const { return 0; }
+    __device__ __forceinline__ int rows() const { return max(n0, n1); }
+    __device__ __forceinline__ void build(const int* matrix, int band, int lane) const {
+        build_query_profile<R, G>(matrix, K, prof, a0, n0, a1, n1, band, lane);
+    }
+    __device__ __forceinline__ unsigned offsets(int j) const {
+        return (j <= m0 ? (unsigned)b[j - 1] : 0u) * (unsigned)(R / 4 * G * sizeof(uint4));
+    }
+    __device__ __forceinline__ void load(const char* plane, unsigned col,
+                                         unsigned (&sub)[R]) const {
+        const uint4* pw = reinterpret_cast<const uint4*>(plane + col);
+#pragma unroll
+        for (int q = 0; q < R / 4; ++q) {
+            const uint4 v = pw[q * G];
+            sub[4 * q] = v.x; sub[4 * q + 1] = v.y; sub[4 * q + 2] = v.z; sub[4 * q + 3] = v.w;
+        }
+    }
+    __device__ __forceinline__ void track(const Stripe2<mode, want_tb, R>& st, int i0, int j,
+                                          unsigned& floor, int (&best)[2], int (&bi)[2],
+                                          int (&bj)[2]) const {
+        st.track_query(i0, j, n0, n1, m0, floor, best, bi, bj);
+    }
+};
+
+// A couple (TargetCouple or QueryCouple, which give the profile, each column's
+// rows and the end-cell tracking) on a group of G lanes of R rows each (R =
+// PACK_TB_ROWS with traceback); a warp holds 32 / G groups, a couple each,
+// all of one query (or query couple). Short queries fill more of a group's
+// band than of a warp's, a lane's per-column work (shuffles, profile and
+// bound bookkeeping) is shared by R rows, and a band's first and last lanes
+// wait G - 1 steps instead of 31. The warp runs until its longest group is
+// done (its couples' targets are of about one length); a group with no
+// couple (m0 = m1 = 0) only takes part in the shuffles. lane: the lane in the
+// warp. With traceback, each pair's words go to its own wide layout (tb0,
+// tb1), up to its own end (a query couple's with the longer query's bands).
+template <int mode, bool want_tb, int R, int G, typename Couple>
+__device__ __forceinline__ void fill_pack(
+     const int* matrix, const Couple& c, int go, int ge, unsigned* top_h, unsigned* top_f,
+     unsigned* tb0, unsigned* tb1, int lane, int (&best)[2], int (&bi)[2], int (&bj)[2])
 {
     const int gl = lane & (G - 1);
-    const int n = max(n0, n1);
-    for (int j = gl; j <= m; j += G) {
-        const int h0 = mode == GLOBAL ? gap_boundary(j, go, ge) : 0;
-        top_h[j] = pack2(h0);
-        top_f[j] = pack2(h0 - go);
+    const int m0 = c.m0, m1 = c.m1, m = max(m0, m1);
+    if (m > 0) {
+        for (int j = gl; j <= m; j += G) {
+            const int h0 = mode == GLOBAL ? gap_boundary(j, go, ge) : 0;
+            top_h[j] = pack2(h0);
+            top_f[j] = pack2(h0 - go);  // F of row 1
+        }
     }
     const unsigned go2 = pack2(-go), ge2 = pack2(-ge);
     unsigned floor = 0;
-    const int nstripes = (n + R - 1) / R;
+    // i0 below is a lane's first row in the query, negative in the top pad
+    const int n = c.rows(), pad = c.pad();
+    const int nstripes = (n + pad + R - 1) / R;
     Stripe2<mode, want_tb, R> st;
-    constexpr int S = R / 8;  // stripes a lane: words a step (with traceback)
     for (int band = 0; band * G < nstripes; ++band) {
         __syncwarp();
-        const int i0 = (band * G + gl) * R;
-        const int last = min(G - 1, nstripes - 1 - band * G);
+        const int i0 = (band * G + gl) * R - pad;
+        const int last = min(G - 1, nstripes - 1 - band * G);  // the band's last lane
         st.start(i0, go, ge);
-        build_query_profile<R, G>(matrix, K, prof, a0, n0, a1, n1, band, lane);
-        // both pairs' words in the couples' layout of the longer query
-        unsigned* const band0 = tb0 + ((long long)band * (m + G - 1) * G + gl) * S;
-        unsigned* const band1 = tb1 + ((long long)band * (m + G - 1) * G + gl) * S;
+        c.build(matrix, band, lane);
         __syncwarp();
         unsigned diag = pack2((mode == GLOBAL) ? gap_boundary(i0, go, ge) : 0);
         unsigned out_h = 0, out_f = pack2(NEG16);
         BandTop<unsigned, G> above(top_h, top_f, gl, m, pack2(NEG16));
-        // column j's profile entry, as a byte offset from this lane's word of
-        // entry 0, travels as in fill_pack
-        const char* plane = reinterpret_cast<const char*>(prof + gl);
+        // Column j's profile entries, as byte offsets from this lane's word of
+        // entry 0, travel like H and F: lane 0 takes them G columns at a time
+        // from the whole group, every other lane from its neighbour one step
+        // later. No per-step residue loads.
+        const char* plane = reinterpret_cast<const char*>(c.prof + gl);
         unsigned cols = 0, col = 0;
-        const unsigned mine = gl <= last ? (unsigned)m : 0u;
+        const unsigned mine = gl <= last ? (unsigned)m : 0u;  // lanes past the band's end: none
         const int group_steps = m + last;
         const int steps = G == 32 ? group_steps
                                   : (int)__reduce_max_sync(FULL, (unsigned)group_steps);
+        constexpr int S = R / 8;  // stripes a lane: words a step
+        unsigned* const band0 = tb0 + ((long long)band * (m0 + G - 1) * G + gl) * S;
+        unsigned* const band1 = tb1 + ((long long)band * (m1 + G - 1) * G + gl) * S;
         for (int t = 0; t < steps; ++t) {
             unsigned hup, fup;
             above.step(top_h, top_f, t, gl, m, out_h, out_f, hup, fup);
-            if ((t & (G - 1)) == 0) {
-                const int jj = t + gl + 1;
-                cols = (jj <= m ? (unsigned)b[jj - 1] : 0u) * (unsigned)(R / 4 * G * sizeof(uint4));
-            }
+            if ((t & (G - 1)) == 0) cols = c.offsets(t + gl + 1);
             const unsigned from_left = __shfl_up_sync(FULL, col, 1, G);
             const unsigned from_group = __shfl_sync(FULL, cols, t & (G - 1), G);
             col = gl == 0 ? from_group : from_left;
@@ -789,25 +777,20 @@ __device__ __forceinline__ void fill_qpack(
             if ((unsigned)(t - gl) < mine) {
                 const unsigned d0 = diag;
                 diag = hup;
-                const uint4* pw = reinterpret_cast<const uint4*>(plane + col);
                 unsigned sub[R];
-#pragma unroll
-                for (int q = 0; q < R / 4; ++q) {
-                    const uint4 v = pw[q * G];
-                    sub[4 * q] = v.x; sub[4 * q + 1] = v.y; sub[4 * q + 2] = v.z; sub[4 * q + 3] = v.w;
-                }
+                c.load(plane, col, sub);
                 unsigned w0[R / 8], w1[R / 8];
                 st.column(sub, d0, hup, fup, go2, ge2, w0, w1);
-                st.track_query(i0, j, n0, n1, m, floor, best, bi, bj);
+                c.track(st, i0, j, floor, best, bi, bj);
                 out_h = hup;
                 out_f = fup;
                 if (gl == last) { top_h[j] = hup; top_f[j] = fup; }
                 if constexpr (want_tb && S == 2) {  // one 8-byte store a pair
-                    *reinterpret_cast<uint2*>(band0 + t * G * S) = make_uint2(w0[0], w0[1]);
-                    *reinterpret_cast<uint2*>(band1 + t * G * S) = make_uint2(w1[0], w1[1]);
+                    if (j <= m0) *reinterpret_cast<uint2*>(band0 + t * G * S) = make_uint2(w0[0], w0[1]);
+                    if (j <= m1) *reinterpret_cast<uint2*>(band1 + t * G * S) = make_uint2(w1[0], w1[1]);
                 } else if constexpr (want_tb) {
-                    band0[t * G] = w0[0];
-                    band1[t * G] = w1[0];
+                    if (j <= m0) band0[t * G] = w0[0];
+                    if (j <= m1) band1[t * G] = w1[0];
                 }
             }
         }
@@ -889,7 +872,7 @@ fill(
 // couple_warps[w] to couple_warps[w + 1] (at most 32 / G) in warp w, all of
 // one query; the boundary rows at boff[2c], each pair's traceback words at
 // off[p]. The first nquery warps hold query couples instead (local and
-// global: fill_qpack; pair 2c + 1's query is row r + 1), with a joint
+// global: QueryCouple; pair 2c + 1's query is row r + 1), with a joint
 // profile per warp (K entries of G lanes' 4 R bytes: 12 KB at 32 x 4 for K
 // = 24, 96 KB a block); one launch for both, so that the second kind's
 // warps fill the first one's tail. A launch of its own, so that its
@@ -948,15 +931,16 @@ fill2(
         if (query) {
             const long long q1 = offsets[pair_row[2 * first + 1]];
             const int n1 = (int)(offsets[pair_row[2 * first + 1] + 1] - q1);
-            fill_qpack<mode, want_tb, R, G>(matrix, K, reinterpret_cast<uint4*>(mine), codes + qoff,
-                                            n, codes + q1, n1, codes + t0, m0, go, ge, top_h,
-                                            top_f, tb0, tb1, lane, best, bi, bj);
+            const QueryCouple<mode, want_tb, R, G> c{reinterpret_cast<uint4*>(mine), codes + qoff,
+                                                     codes + q1, n, n1, codes + t0, m0, m0, K};
+            fill_pack<mode, want_tb, R, G>(matrix, c, go, ge, top_h, top_f, tb0, tb1, lane,
+                                           best, bi, bj);
         }
     }
     if (!query) {
-        Word* prof = reinterpret_cast<Word*>(mine);
-        fill_pack<mode, want_tb, R, G>(matrix, K, prof, codes + qoff, n, codes + t0, m0,
-                                       codes + t1, m1, go, ge, top_h, top_f, tb0, tb1, lane,
+        const TargetCouple<mode, want_tb, R, G> c{reinterpret_cast<Word*>(mine), codes + qoff, n,
+                                                  codes + t0, codes + t1, m0, m1, K};
+        fill_pack<mode, want_tb, R, G>(matrix, c, go, ge, top_h, top_f, tb0, tb1, lane,
                                        best, bi, bj);
     }
 #pragma unroll
