@@ -71,9 +71,10 @@ def _run(rows: SequenceRecords, cols: SequenceRecords | None, mode: str, scoring
     be, job = _job(rows, cols, mode, scoring, traceback, backend, threads, devices)
     pairs = run_job(job, be, max_memory=parse_memory(max_memory), width=window,
                     progress=progress, client=client)
+    targets = rows.sequences if cols is None else cols.sequences
+    codes = ResidueCodes(rows.sequences, targets, scoring, sets=(job.rows, job.col_set))
     return AlignmentResult(rows.ids, None if cols is None else cols.ids, pairs, mode,
-                           scoring, traceback, rows.sequences,
-                           None if cols is None else cols.sequences)
+                           scoring, traceback, rows.sequences, targets, codes=codes)
 
 
 def align_all(
@@ -189,7 +190,7 @@ def iter_all(
     scoring = make_scoring(recs.alphabet, matrix, gap_open, gap_extend, match, mismatch)
     be, job = _job(recs, None, mode, scoring, traceback, backend, threads, devices)
     memory = parse_memory(max_memory)
-    codes = ResidueCodes(recs.sequences, recs.sequences, scoring)
+    codes = ResidueCodes(recs.sequences, recs.sequences, scoring, sets=(job.rows, job.col_set))
     for batch in in_input_order(job, be, max_memory=memory, width=window,
                                 progress=progress, client=client, timings=timings):
         yield AlignmentResult(recs.ids, None, batch, mode, scoring, traceback,

@@ -9,7 +9,8 @@ from typing import Iterator
 import numpy as np
 
 from .cigar import cigar_string
-from .pairs import PairBatch, _offsets
+from .job import SortedSet
+from .pairs import PairBatch
 from .scoring import Scoring
 
 
@@ -101,11 +102,12 @@ class AlignmentResult:
 
     def residue_codes(self) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
         """The query and target sequences as residue codes
-        (:meth:`Scoring.encode`), each set joined: ``((codes, offsets),
-        (target_codes, target_offsets))``, sequence ``k`` at
-        ``codes[offsets[k]:offsets[k + 1]]``. The operations' ``M`` runs
-        are told apart into ``=`` and ``X`` by these codes. Encoded at the
-        first call (once for all the batches of :func:`pairalign.iter_all`)."""
+        (:meth:`Scoring.encode`), each set joined: ``((codes, starts),
+        (target_codes, target_starts))``, sequence ``k`` from
+        ``codes[starts[k]]`` on. The operations' ``M`` runs are told apart
+        into ``=`` and ``X`` by these codes: the run's own encoding where
+        :mod:`pairalign.api` made the result, else encoded at the first call
+        (once for all the batches of :func:`pairalign.iter_all`)."""
         return self._codes.get()
 
     def __repr__(self) -> str:
@@ -132,9 +134,9 @@ class AlignmentResult:
         q, t = int(p.query[k]), int(p.target[k])
         cigar = None
         if self.traceback:
-            (qcodes, qoff), (tcodes, toff) = self.residue_codes()
-            cigar = cigar_string(*p.ops(k), query=qcodes[qoff[q] + p.query_begin[k]:],
-                                 target=tcodes[toff[t] + p.target_begin[k]:])
+            (qcodes, qstart), (tcodes, tstart) = self.residue_codes()
+            cigar = cigar_string(*p.ops(k), query=qcodes[qstart[q] + p.query_begin[k]:],
+                                 target=tcodes[tstart[t] + p.target_begin[k]:])
         return PairAlignment(self.ids[q], self.target_ids[t], q, t, int(p.score[k]),
                              int(p.identities[k]), int(p.length[k]), int(p.query_begin[k]),
                              int(p.query_end[k]), int(p.target_begin[k]),
@@ -155,30 +157,36 @@ class AlignmentResult:
 
 
 class ResidueCodes:
-    """Query and target sequences as joined residue codes, encoded at the
-    first :meth:`get` (see :meth:`AlignmentResult.residue_codes`); results
-    of one run share one."""
+    """Query and target sequences as joined residue codes and each sequence's
+    start (see :meth:`AlignmentResult.residue_codes`): a run's encoded sets
+    (``sets``: its job's rows and columns), or the sequences encoded at the
+    first :meth:`get`. Results of one run share one."""
 
     def __init__(self, sequences: list[str], target_sequences: list[str],
-                 scoring: Scoring) -> None:
+                 scoring: Scoring, sets: tuple[SortedSet, SortedSet] | None = None) -> None:
         self._sources = (sequences, target_sequences, scoring)
+        self._sets = sets
         self._codes = None
         self._lock = threading.Lock()
 
     def get(self) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
         with self._lock:  # TSV chunks are formatted on several threads
             if self._codes is None:
-                sequences, target_sequences, scoring = self._sources
-                queries = _joined_codes(sequences, scoring)
-                targets = (queries if target_sequences is sequences
-                           else _joined_codes(target_sequences, scoring))
-                self._codes = (queries, targets)
+                if self._sets is None:
+                    sequences, target_sequences, scoring = self._sources
+                    rows = SortedSet.encode(sequences, scoring)
+                    cols = (rows if target_sequences is sequences
+                            else SortedSet.encode(target_sequences, scoring))
+                    self._sets = (rows, cols)
+                self._codes = tuple(_input_starts(s) for s in self._sets)
             return self._codes
 
 
-def _joined_codes(sequences: list[str], scoring: Scoring) -> tuple[np.ndarray, np.ndarray]:
-    lengths = np.fromiter((len(s) for s in sequences), np.int64, len(sequences))
-    return scoring.encode("".join(sequences)), _offsets(lengths)
+def _input_starts(s: SortedSet) -> tuple[np.ndarray, np.ndarray]:
+    """``s``'s codes and where input sequence ``k`` starts in them."""
+    starts = np.empty(len(s), np.int64)
+    starts[s.order] = s.offsets[:-1]
+    return s.codes, starts
 
 
 def gapped(cigar: str, query: str, target: str, query_begin: int,
