@@ -1135,10 +1135,10 @@ layout_pairs(
                                     ? bands * gs * (2 * (span + (g - 1) * k) + h * (m + g - 1))
                                     : bands * gs * (span + (g - 1) * i))
                                  : 0);
-        const long long h = (i + 1) / 2;
-        boff[p] = s[5] + (s[3] == 1 ? couple_scale * (q2[c0 + 2 * h] - q2[c0] + h)
-                          : query_couple ? couple_scale * (offsets[col_base + c0 + h]
-                                                           - offsets[col_base + c0] + h)
+        const long long half = (i + 1) / 2;  // couples before this pair's, or up to it
+        boff[p] = s[5] + (s[3] == 1 ? couple_scale * (q2[c0 + 2 * half] - q2[c0] + half)
+                          : query_couple ? couple_scale * (offsets[col_base + c0 + half]
+                                                           - offsets[col_base + c0] + half)
                           : span + i);
     }
 }
