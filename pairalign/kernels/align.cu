@@ -517,13 +517,32 @@ struct Stripe2 {
             for (int r = 3; r + 1 < R; r += 2) c2 = __vimax3_s16x2(c2, hl[r], hl[r + 1]);
             c2 = max2(c2, hl[R - 1]);  // R is even
             if (max2(c2, floor) != floor) {
+                // Which rows reach the column's maximum, both halves at once:
+                // relu(H - c2 + 1) is 1 there and 0 elsewhere (H <= c2), one
+                // DPX instruction a row; the rows of a chunk of C as bits
+                // (row 0 the highest), doubled and added by one full-rate
+                // IADD3 a row (no carry between halves: C <= 16 bits each).
+                constexpr int C = R < 16 ? R : 16;
+                const unsigned lift = __vsub2(0x00010001u, c2);
+                unsigned rows[R / C];
+#pragma unroll
+                for (int q = 0; q < R / C; ++q) {
+                    unsigned acc = 0;
+#pragma unroll
+                    for (int r = q * C; r < q * C + C; ++r)
+                        acc = acc + acc + __viaddmax_s16x2_relu(hl[r], lift, 0u);
+                    rows[q] = acc;
+                }
 #pragma unroll
                 for (int k = 0; k < 2; ++k) {
                     const int c = half(c2, k);
                     if (c > best[k] || (c == best[k] && c > 0 && bi[k] > i0)) {
-                        int rf = R - 1;
+                        int rf = 0;  // the first row of the first chunk that has one
 #pragma unroll
-                        for (int r = R - 2; r >= 0; --r) rf = (half(hl[r], k) == c) ? r : rf;
+                        for (int q = R / C - 1; q >= 0; --q) {
+                            const unsigned bits = k ? rows[q] >> 16 : rows[q] & 0xffffu;
+                            if (bits) rf = q * C + __clz(bits) - (32 - C);
+                        }
                         const int i = i0 + rf + 1;
                         if (c > best[k] || i < bi[k]) { best[k] = c; bi[k] = i; bj[k] = j; }
                     }
