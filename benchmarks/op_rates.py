@@ -10,6 +10,10 @@ an SM. The rate is warp instructions a clock an SM, scaled so that FFMA gives
 4 has a full-rate pipe; at 2, a half-rate one (the ALU pipe on sm_90).
 ``SASS`` names what nvcc 13 makes of each (one instruction an operation, but
 ``iadd``, which ptxas spreads over IADD3 and IMAD.IADD).
+
+Pairs (``a + b``: even chains run ``a``, odd ones ``b``) tell the pipes
+apart: two half-rate operations on one pipe give 2 together, on two pipes up
+to 4 (the issue limit of one instruction a clock a scheduler).
 """
 
 from __future__ import annotations
@@ -43,16 +47,32 @@ OPS = {
     "iadd": ("unsigned", "IADD3 / IMAD.IADD", "x{k} = x{k} + x{k1};"),
     "imad": ("unsigned", "IMAD", "x{k} = x{k} * z{k} + x{k1};"),
 }
+#: pairs of unsigned-register operations, to find which share a pipe
+PAIRS = [("viaddmax_s16x2", "add.s16x2"), ("viaddmax_s16x2", "max.f16x2"),
+         ("add.s16x2", "max.f16x2"), ("viaddmax_s16x2", "imad"), ("add.s16x2", "imad"),
+         ("viaddmax_s16x2", "iadd"), ("add.s16x2", "iadd"), ("viaddmax_s16x2", "prmt"),
+         ("add.s16x2", "prmt"), ("viaddmax_s16x2", "lop3"), ("add.s16x2", "lop3"),
+         ("viaddmax_s16x2", "vimax3_s16x2"), ("add.s16x2", "fma.f16x2"),
+         ("viaddmax_s16x2", "fma.f16x2"), ("viaddmax_s16x2", "imax"),
+         ("viaddmax_s16x2", "max3.f16x2"), ("add.s16x2", "max3.f16x2")]
 CHAINS = 8
 UNROLL = 16
 
 
+def kernels() -> dict[str, tuple[str, list[str]]]:
+    """Each kernel's name: its register type and the body of each chain."""
+    out = {name: (ty, [body] * CHAINS) for name, (ty, _, body) in OPS.items()}
+    for a, b in PAIRS:
+        out[f"{a} + {b}"] = ("unsigned", [OPS[a if k % 2 == 0 else b][2] for k in range(CHAINS)])
+    return out
+
+
 def source() -> str:
     out = []
-    for i, (ty, _, body) in enumerate(OPS.values()):
+    for i, (ty, bodies) in enumerate(kernels().values()):
         decl = "\n".join(f"  {ty} x{k} = ({ty})(seed + {k}); unsigned z{k} = seed * {k + 3} + 7;"
                          for k in range(CHAINS))
-        step = " ".join(body.format(k=k, k1=(k + 1) % CHAINS) for k in range(CHAINS))
+        step = " ".join(bodies[k].format(k=k, k1=(k + 1) % CHAINS) for k in range(CHAINS))
         bits = (lambda k: f"__float_as_uint(x{k})") if ty == "float" else (lambda k: f"x{k}")
         acc = " ^ ".join(bits(k) for k in range(CHAINS))
         out.append(f"""extern "C" __global__ void k{i}(unsigned* out, unsigned seed, int iters) {{
@@ -75,7 +95,7 @@ def main() -> None:
     sms = cp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
     blocks, threads, iters = sms * 8, 256, 2000
     rates = {}
-    for i, name in enumerate(OPS):
+    for i, name in enumerate(kernels()):
         fn = mod.get_function(f"k{i}")
         fn((blocks,), (threads,), (out, np.uint32(1), np.int32(10)))
         start, stop = cp.cuda.Event(), cp.cuda.Event()
@@ -87,9 +107,10 @@ def main() -> None:
             stop.synchronize()
             best = min(best, cp.cuda.get_elapsed_time(start, stop) * 1e-3)
         rates[name] = blocks * threads // 32 * iters * UNROLL * CHAINS / best / sms
-    print(f"{'operation':20} {'SASS':20} warp instructions a clock an SM (FFMA = 4)")
+    print(f"{'operation':36} {'SASS':20} warp instructions a clock an SM (FFMA = 4)")
     for name, rate in rates.items():
-        print(f"{name:20} {OPS[name][1]:20} {4 * rate / rates['ffma']:5.2f}")
+        sass = OPS[name][1] if name in OPS else "(pair)"
+        print(f"{name:36} {sass:20} {4 * rate / rates['ffma']:5.2f}")
 
 
 if __name__ == "__main__":
