@@ -136,6 +136,33 @@ def test_packed_kernel_shapes(monkeypatch, rows, group, tb_rows, tb_group):
             assert_same(cpu, gpu)
 
 
+@pytest.mark.parametrize("traceback", [True, False])
+@pytest.mark.parametrize("rows,group,tb_rows,tb_group", [(32, 4, 16, 8), (8, 8, 8, 8)])
+def test_local_end_cell_ties(monkeypatch, traceback, rows, group, tb_rows, tb_group):
+    """Local end cells where a column's maximum lies in many rows at once
+    (repeats, homopolymers, a motif in several copies): the packed kernel
+    finds each lane's first row by masks over chunks of 16 rows, then the
+    first of equal cells (row, then column) across lanes, as the CPU does."""
+    monkeypatch.setattr(gpu_backend, "WIDE_STEPS", 0)
+    monkeypatch.setattr(gpu_backend, "WIDE_STEPS_SCORE_ONLY", 0)
+    monkeypatch.setattr(gpu_backend, "PACK_SHAPES",
+                        dict.fromkeys(("global", "semiglobal", "local"), (rows, group)))
+    monkeypatch.setattr(gpu_backend, "PACK_ROWS_TRACEBACK", tb_rows)
+    monkeypatch.setattr(gpu_backend, "PACK_GROUP_TRACEBACK", tb_group)
+    rng = np.random.default_rng(5)
+    letters = np.array(list("ACDEFGHIKLMNPQRSTVWY"))
+    motif = "WCHW"
+    seqs = ["W" * 300, "W" * 17, "AC" * 150, "CA" * 91, "WWWWAWWWW" * 20,
+            motif * 60, motif[::-1] * 33]
+    for n in (40, 130, 257, 400):  # random sequences with the motif here and there
+        s = list(rng.choice(letters, n))
+        for at in rng.integers(0, n - len(motif), 4):
+            s[at:at + len(motif)] = motif
+        seqs.append("".join(s))
+    cpu, gpu = both(seqs, mode="local", traceback=traceback)
+    assert_same(cpu, gpu)
+
+
 @pytest.mark.parametrize("pinned,staging,early", [(True, None, True), (True, 4099, True),
                                                    (False, None, True), (True, None, False)])
 @pytest.mark.parametrize("traceback", [True, False])
