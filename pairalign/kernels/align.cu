@@ -507,16 +507,21 @@ struct Stripe2 {
 
     // The end cells of both pairs after column j (see Stripe::track). Local takes
     // the column's maximum and a slow path only where a half reaches its pair's
-    // best (at least 1); floor holds max(best - 1, 0) of both pairs.
+    // best (at least 1); floor holds max(best - 1, 0) of both pairs: in local
+    // mode a word in shared memory that the lanes of a couple share (a cell
+    // below another lane's best of its pair is not the pair's end cell),
+    // raised without atomics (a lost raise only costs a later slow path).
+    template <typename Floor>
     __device__ __forceinline__ void track(int i0, int j, int n, int m0, int m1,
-                                          unsigned& floor, int (&best)[2], int (&bi)[2],
+                                          Floor& floor, int (&best)[2], int (&bi)[2],
                                           int (&bj)[2]) const {
         if (mode == LOCAL) {
             unsigned c2 = __vimax3_s16x2(hl[0], hl[1], hl[2]);
 #pragma unroll
             for (int r = 3; r + 1 < R; r += 2) c2 = __vimax3_s16x2(c2, hl[r], hl[r + 1]);
             c2 = max2(c2, hl[R - 1]);  // R is even
-            if (max2(c2, floor) != floor) {
+            const unsigned f = floor;
+            if (max2(c2, f) != f) {
                 // Which rows reach the column's maximum, both halves at once:
                 // relu(H - c2 + 1) is 1 there and 0 elsewhere (H <= c2), one
                 // DPX instruction a row; the rows of a chunk of C as bits
@@ -547,7 +552,8 @@ struct Stripe2 {
                         if (c > best[k] || i < bi[k]) { best[k] = c; bi[k] = i; bj[k] = j; }
                     }
                 }
-                floor = (((unsigned)max(best[1] - 1, 0)) << 16) | (unsigned)max(best[0] - 1, 0);
+                floor = max2(floor, (((unsigned)max(best[1] - 1, 0)) << 16)
+                                    | (unsigned)max(best[0] - 1, 0));
             }
         } else {
             const bool last = i0 + R >= n;
@@ -581,8 +587,9 @@ struct Stripe2 {
     // the high half's of n1, one target of m columns. Local mode reads
     // neither (rows past a query's end score -128 and never hold a best
     // cell); global takes each half's cell (n_k, m).
+    template <typename Floor>
     __device__ __forceinline__ void track_query(int i0, int j, int n0, int n1, int m,
-                                                unsigned& floor, int (&best)[2],
+                                                Floor& floor, int (&best)[2],
                                                 int (&bi)[2], int (&bj)[2]) const {
         static_assert(mode != SEMIGLOBAL, "query couples: local or global");
         if (mode == LOCAL) {
@@ -657,8 +664,9 @@ struct TargetCouple {
                 : "r"(word_at(p0, r / 4)), "r"(word_at(p1, r / 4)), "r"(sel));
         }
     }
+    template <typename Floor>
     __device__ __forceinline__ void track(const Stripe2<mode, want_tb, R>& st, int i0, int j,
-                                          unsigned& floor, int (&best)[2], int (&bi)[2],
+                                          Floor& floor, int (&best)[2], int (&bi)[2],
                                           int (&bj)[2]) const {
         st.track(i0, j, n, m0, m1, floor, best, bi, bj);
     }
@@ -724,8 +732,9 @@ struct QueryCouple {
             sub[4 * q] = v.x; sub[4 * q + 1] = v.y; sub[4 * q + 2] = v.z; sub[4 * q + 3] = v.w;
         }
     }
+    template <typename Floor>
     __device__ __forceinline__ void track(const Stripe2<mode, want_tb, R>& st, int i0, int j,
-                                          unsigned& floor, int (&best)[2], int (&bi)[2],
+                                          Floor& floor, int (&best)[2], int (&bi)[2],
                                           int (&bj)[2]) const {
         st.track_query(i0, j, n0, n1, m0, floor, best, bi, bj);
     }
@@ -757,7 +766,11 @@ __device__ __forceinline__ void fill_pack(
         }
     }
     const unsigned go2 = pack2(-go), ge2 = pack2(-ge);
-    unsigned floor = 0;
+    unsigned floor = 0;  // global and semiglobal: unused
+    static_assert(G >= 4, "shared floors: at most 64 groups a block of 256");
+    __shared__ unsigned floors[64];  // local: a couple's floor (Stripe2::track)
+    volatile unsigned& shared_floor = floors[threadIdx.x / G];
+    if (mode == LOCAL && gl == 0) shared_floor = 0;  // seen after the band's __syncwarp
     // i0 below is a lane's first row in the query, negative in the top pad
     const int n = c.rows(), pad = c.pad();
     const int nstripes = (n + pad + R - 1) / R;
@@ -800,7 +813,8 @@ __device__ __forceinline__ void fill_pack(
                 c.load(plane, col, sub);
                 unsigned w0[R / 8], w1[R / 8];
                 st.column(sub, d0, hup, fup, go2, ge2, w0, w1);
-                c.track(st, i0, j, floor, best, bi, bj);
+                if constexpr (mode == LOCAL) c.track(st, i0, j, shared_floor, best, bi, bj);
+                else c.track(st, i0, j, floor, best, bi, bj);
                 out_h = hup;
                 out_f = fup;
                 if (gl == last) { top_h[j] = hup; top_f[j] = fup; }

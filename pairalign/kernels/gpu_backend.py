@@ -252,9 +252,9 @@ class GPUBackend:
 
     def _function(self, mod, name: str, shared: int):
         """A kernel of ``mod`` allowed ``shared`` bytes of dynamic shared memory
-        (beyond 48 KB a kernel must opt in)."""
+        (beyond 48 KB with its static shared memory, a kernel must opt in)."""
         fn = mod.get_function(name)
-        if shared > 48 * 1024:
+        if shared + fn.shared_size_bytes > 48 * 1024:
             key = (id(mod), name, shared)
             if key not in self._opted:
                 fn.max_dynamic_shared_size_bytes = shared  # a cupy.RawKernel
