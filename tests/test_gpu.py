@@ -90,6 +90,18 @@ def warp_sequences():
             for k, n in enumerate(lengths)]
 
 
+def pack_every_pair(monkeypatch, rows, group, tb_rows, tb_group):
+    """Every pair on the packed kernel (no wide threshold), at ``rows`` rows a
+    lane in groups of ``group`` lanes (``tb_rows``, ``tb_group`` with
+    traceback) in every mode."""
+    monkeypatch.setattr(gpu_backend, "WIDE_STEPS", 0)
+    monkeypatch.setattr(gpu_backend, "WIDE_STEPS_SCORE_ONLY", 0)
+    monkeypatch.setattr(gpu_backend, "PACK_SHAPES",
+                        dict.fromkeys(("global", "semiglobal", "local"), (rows, group)))
+    monkeypatch.setattr(gpu_backend, "PACK_ROWS_TRACEBACK", tb_rows)
+    monkeypatch.setattr(gpu_backend, "PACK_GROUP_TRACEBACK", tb_group)
+
+
 @pytest.mark.parametrize("traceback", [True, False])
 @pytest.mark.parametrize("rows,group,tb_rows,tb_group", [(32, 4, 16, 8), (16, 8, 8, 8)])
 def test_query_couples_in_every_mode_they_take(monkeypatch, traceback, rows, group, tb_rows,
@@ -98,14 +110,9 @@ def test_query_couples_in_every_mode_they_take(monkeypatch, traceback, rows, gro
     local and global mode with traceback and without (the run's default takes
     them in fewer): queries of unequal lengths in one couple, rows past the
     shorter one's end."""
-    monkeypatch.setattr(gpu_backend, "WIDE_STEPS", 0)
-    monkeypatch.setattr(gpu_backend, "WIDE_STEPS_SCORE_ONLY", 0)
+    pack_every_pair(monkeypatch, rows, group, tb_rows, tb_group)
     monkeypatch.setattr(gpu_backend, "QUERY_COUPLE_MODES",
                         dict.fromkeys((False, True), ("local", "global")))
-    monkeypatch.setattr(gpu_backend, "PACK_SHAPES",
-                        dict.fromkeys(("global", "semiglobal", "local"), (rows, group)))
-    monkeypatch.setattr(gpu_backend, "PACK_ROWS_TRACEBACK", tb_rows)
-    monkeypatch.setattr(gpu_backend, "PACK_GROUP_TRACEBACK", tb_group)
     from pairalign.job import Job, SortedSet
 
     seqs = warp_sequences()
@@ -123,12 +130,7 @@ def test_query_couples_in_every_mode_they_take(monkeypatch, traceback, rows, gro
 def test_packed_kernel_shapes(monkeypatch, rows, group, tb_rows, tb_group):
     """Every pair packed, in each shape the packed kernel takes: rows a lane,
     lanes a group without traceback and with (the couples' word layout)."""
-    monkeypatch.setattr(gpu_backend, "WIDE_STEPS", 0)
-    monkeypatch.setattr(gpu_backend, "WIDE_STEPS_SCORE_ONLY", 0)
-    monkeypatch.setattr(gpu_backend, "PACK_SHAPES",
-                        dict.fromkeys(("global", "semiglobal", "local"), (rows, group)))
-    monkeypatch.setattr(gpu_backend, "PACK_ROWS_TRACEBACK", tb_rows)
-    monkeypatch.setattr(gpu_backend, "PACK_GROUP_TRACEBACK", tb_group)
+    pack_every_pair(monkeypatch, rows, group, tb_rows, tb_group)
     seqs = warp_sequences()
     for mode in ("global", "semiglobal", "local"):
         for traceback in (True, False):
@@ -143,12 +145,7 @@ def test_local_end_cell_ties(monkeypatch, traceback, rows, group, tb_rows, tb_gr
     (repeats, homopolymers, a motif in several copies): the packed kernel
     finds each lane's first row by masks over chunks of 16 rows, then the
     first of equal cells (row, then column) across lanes, as the CPU does."""
-    monkeypatch.setattr(gpu_backend, "WIDE_STEPS", 0)
-    monkeypatch.setattr(gpu_backend, "WIDE_STEPS_SCORE_ONLY", 0)
-    monkeypatch.setattr(gpu_backend, "PACK_SHAPES",
-                        dict.fromkeys(("global", "semiglobal", "local"), (rows, group)))
-    monkeypatch.setattr(gpu_backend, "PACK_ROWS_TRACEBACK", tb_rows)
-    monkeypatch.setattr(gpu_backend, "PACK_GROUP_TRACEBACK", tb_group)
+    pack_every_pair(monkeypatch, rows, group, tb_rows, tb_group)
     rng = np.random.default_rng(5)
     letters = np.array(list("ACDEFGHIKLMNPQRSTVWY"))
     motif = "WCHW"
