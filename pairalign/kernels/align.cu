@@ -525,8 +525,8 @@ struct Stripe2 {
                 // Which rows reach the column's maximum, both halves at once:
                 // relu(H - c2 + 1) is 1 there and 0 elsewhere (H <= c2), one
                 // DPX instruction a row; the rows of a chunk of C as bits
-                // (row 0 the highest), doubled and added by one full-rate
-                // IADD3 a row (no carry between halves: C <= 16 bits each).
+                // (row 0 the highest), doubled and added by one 32-bit add a
+                // row (IADD3 or IMAD; no carry between halves: C <= 16 bits).
                 constexpr int C = R < 16 ? R : 16;
                 const unsigned lift = __vsub2(0x00010001u, c2);
                 unsigned rows[R / C];
