@@ -27,8 +27,8 @@ import click
 from . import __version__
 from .api import align_all, iter_all, plan_all
 from .engine import format_plan, format_run_report
-from .cli_options import (OneLineErrorGroup, handle_errors, run_kwargs, run_options,
-                          scoring_kwargs, scoring_options)
+from .cli_options import (OneLineErrorGroup, exit_now, handle_errors, run_kwargs,
+                          run_options, scoring_kwargs, scoring_options)
 from .errors import OptionError
 from .output import atomic_output, filter_pairs, write_npy, write_tsv
 
@@ -221,5 +221,19 @@ def search_command(queries, targets, output, top, fmt, **params) -> None:
     (write_blast6 if fmt == "blast6" else write_search_tsv)(output, result, hits)
 
 
+def run() -> None:
+    """The ``pairalign`` program (its console script, and ``python -m
+    pairalign``): :func:`main`, then :func:`~pairalign.cli_options.exit_now`,
+    which skips the interpreter's teardown once the command is done. Tests and
+    other Python callers use :func:`main` (click's ``standalone_mode``
+    applies), which returns or raises ``SystemExit`` as usual."""
+    try:
+        main(prog_name="pairalign")
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    exit_now(code)
+
+
 if __name__ == "__main__":
-    main()
+    run()

@@ -117,9 +117,10 @@ def start_numba_when_needed() -> None:
 
     Importing pairalign does not import numba (its kernels are imported when
     first called). A GPU run first needs numba to place its first window's
-    pairs (the device orients them), so numba starts while the GPU runs the
-    next windows, not before the run starts: threads would not help, since
-    starting numba holds the GIL.
+    pairs (the device orients them), so numba starts on a thread once the
+    run's windows start (:meth:`~pairalign.engine._NumbaGuard.start_soon`),
+    while the GPU runs them, not before: starting numba holds the GIL, which
+    CuPy's import and the run's planning need too.
     """
     _NUMBA.prepare = skip_blas_probe
 
@@ -134,6 +135,48 @@ def _quiet_broken_pipe() -> NoReturn:
     except (OSError, ValueError, AttributeError):  # not a real file (tests)
         pass
     sys.exit(EXIT_BROKEN_PIPE)
+
+
+def exit_now(code: int | str | None) -> NoReturn:
+    """End the process with ``code`` (as :func:`sys.exit` reads it) once the
+    command is done: standard streams flushed, then :func:`os._exit`.
+
+    What the interpreter's own exit would add is teardown only: finalising
+    modules (numba's, CuPy's), freeing the device's and the pinned memory
+    pools block by block, joining idle pool threads. On the H100 machine
+    that was 0.2 s of the 2.2 s that the proteome's all-vs-all takes from the
+    command line (0.4 s from the command's return to the process's end,
+    against 0.2 s with ``os._exit``, where the driver still releases the
+    device). Every output is complete by then (:func:`~pairalign.output.
+    atomic_output` has synced and renamed it). A run that connected to a
+    Dask cluster exits normally, so that its client says goodbye.
+    """
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):  # sys.exit("message"): the message, status 1
+        print(code, file=sys.stderr)
+        code = 1
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        code = EXIT_BROKEN_PIPE
+    except (OSError, ValueError):  # closed or broken otherwise: nothing left to say
+        pass
+    try:
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    if "distributed" in sys.modules:
+        _quiet_exit(code)
+    os._exit(code)
+
+
+def _quiet_exit(code: int) -> NoReturn:
+    """sys.exit, with stdout pointed at /dev/null where it broke (see
+    :func:`_quiet_broken_pipe`)."""
+    if code == EXIT_BROKEN_PIPE:
+        _quiet_broken_pipe()
+    sys.exit(code)
 
 
 def handle_errors(f: Callable) -> Callable:

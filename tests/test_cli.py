@@ -332,6 +332,45 @@ def test_broken_pipe_is_quiet(fasta):
     assert proc.wait(timeout=300) == 141 and err == b""
 
 
+def test_program_output_to_a_pipe_is_complete(fasta):
+    """The program ends by os._exit (cli.run): what it wrote to standard output
+    reaches the reader whole, as in-process."""
+    proc = subprocess.run([sys.executable, "-m", "pairalign", "all-vs-all", str(fasta),
+                           "--threads", "2"], capture_output=True, timeout=300)
+    assert proc.returncode == 0 and proc.stderr == b""
+    assert proc.stdout == ok("all-vs-all", fasta).stdout_bytes
+
+
+@pytest.mark.parametrize("code, status, err", [(None, 0, ""), (0, 0, ""), (3, 3, ""),
+                                              ("bad thing", 1, "bad thing\n")])
+def test_exit_now_flushes_and_exits_with_the_status(monkeypatch, capsys, code, status, err):
+    from pairalign import cli_options
+
+    class Exited(Exception):
+        pass
+
+    def fake_exit(c):
+        raise Exited(c)
+
+    monkeypatch.setattr(cli_options.os, "_exit", fake_exit)
+    monkeypatch.delitem(sys.modules, "distributed", raising=False)
+    print("pending", end="")  # in stdout's buffer until exit_now flushes it
+    with pytest.raises(Exited) as exited:
+        cli_options.exit_now(code)
+    assert exited.value.args == (status,)
+    assert capsys.readouterr() == ("pending", err)
+
+
+def test_exit_now_leaves_a_dask_client_its_normal_exit(monkeypatch):
+    from pairalign import cli_options
+
+    monkeypatch.setattr(cli_options.os, "_exit", lambda c: pytest.fail("os._exit"))
+    monkeypatch.setitem(sys.modules, "distributed", object())
+    with pytest.raises(SystemExit) as exited:
+        cli_options.exit_now(4)
+    assert exited.value.code == 4
+
+
 def test_device_error_warning_is_one_line(capsys):
     """Windows retried after a device error: one line on stderr, the run goes on;
     other warnings are shown as Python shows them."""
