@@ -243,6 +243,18 @@ class _NumbaGuard:
                         self._needed = True
         return self._needed
 
+    def start_soon(self) -> None:
+        """Start numba (:meth:`needed`) on a thread now, unless it has begun.
+
+        A GPU run calls this as its windows start: numba's start holds the
+        GIL for ~0.5 s, which the GPU's windows overlap, so that their
+        results find it ready. Waiting for the first results to start it
+        put that start after the GPU's first window (the proteome from the
+        command line on the H100: 1.9 s against 2.1 s, median of five)."""
+        if self._needed is None and not self._starting.locked():
+            threading.Thread(target=self.needed, name="pairalign-numba-start",
+                             daemon=True).start()
+
     def __enter__(self):
         if self.needed():
             self._lock.acquire()
@@ -468,6 +480,7 @@ class _LocalRun:
             self.q.put(it)
         for k, b in enumerate(self.work.workers):
             self._spawn(self.labels[k], self._worker, k, b)
+        _NUMBA.start_soon()  # results are placed by numba (a CPU run's has started)
         if any(it.cpu for it in items):
             self._ensure_fallback()
 

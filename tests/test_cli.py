@@ -426,6 +426,25 @@ def test_numba_started_when_needed_skips_the_blas_probe_too():
                          ) == ["False", "False", "False"]
 
 
+def test_numba_starts_on_a_thread_once():
+    """start_soon (a run's windows starting) starts numba on one thread, with
+    the command line's BLAS probe skipped; later calls start nothing."""
+    pytest.importorskip("scipy")
+    assert _fresh_python("import sys, threading",
+                         "from pairalign.cli_options import start_numba_when_needed",
+                         "start_numba_when_needed()",
+                         "from pairalign.engine import _NUMBA",
+                         "_NUMBA.start_soon()",
+                         "[t.join() for t in threading.enumerate() if t.name == "
+                         "'pairalign-numba-start']",
+                         "print('numba' in sys.modules, _NUMBA._needed is not None,"
+                         " 'scipy.linalg' in sys.modules)",
+                         "_NUMBA.start_soon()",
+                         "print(sum(t.name == 'pairalign-numba-start'"
+                         " for t in threading.enumerate()))",
+                         ) == ["True", "True", "False", "0"]
+
+
 def test_importing_the_command_line_does_not_start_numba():
     """numba's kernels are imported at their first call, so a GPU run can start
     numba while the GPU runs its first window."""
