@@ -46,7 +46,7 @@ TSV_SCORE_ONLY = ("query", "target", "score", "query_end", "target_end")
 CHUNK = 100_000
 
 #: Threads formatting chunks at once.
-_FORMAT_THREADS = min(8, os.cpu_count() or 1)
+_FORMAT_THREADS = min(16, os.cpu_count() or 1)
 
 #: Bytes a line may need besides the two ids and the CIGAR: six integers of at
 #: most 11 characters (int32 with its sign), the identity (6) and 10 separators.
