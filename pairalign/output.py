@@ -25,6 +25,7 @@ import contextlib
 import os
 import sys
 import tempfile
+import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from typing import BinaryIO, Iterator
@@ -51,6 +52,41 @@ _FORMAT_THREADS = min(16, os.cpu_count() or 1)
 #: Bytes a line may need besides the two ids and the CIGAR: six integers of at
 #: most 11 characters (int32 with its sign), the identity (6) and 10 separators.
 _LINE_FIXED = 6 * 11 + 6 + 10
+
+
+#: Bytes written between two of the writeback thread's syncs (:func:`_written_back`).
+WRITEBACK_STEP = 32 << 20
+
+
+@contextlib.contextmanager
+def _written_back(fd: int) -> Iterator[None]:
+    """While the body writes to ``fd``, a thread puts what is written on disk
+    (``fdatasync`` each time :data:`WRITEBACK_STEP` more bytes are there), so
+    that the ``fsync`` that completes :func:`atomic_output` waits for the last
+    bytes only, not for the whole file (the proteome's 200 MB TSV: 0.13-0.15
+    s of ``fsync`` after the last line on the H100 machine). An error here is
+    left to that ``fsync`` to report."""
+    done = threading.Event()
+    sync = getattr(os, "fdatasync", os.fsync)
+
+    def run() -> None:
+        synced = 0
+        try:
+            while not done.wait(0.02):
+                size = os.fstat(fd).st_size
+                if size - synced >= WRITEBACK_STEP:
+                    sync(fd)
+                    synced = size
+        except OSError:
+            pass
+
+    thread = threading.Thread(target=run, name="pairalign-writeback", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
 
 
 def _default_mode() -> int:
@@ -103,7 +139,8 @@ def atomic_output(path: str | os.PathLike) -> Iterator[BinaryIO]:
     try:
         with tmp:
             os.fchmod(tmp.fileno(), _default_mode())
-            yield tmp
+            with _written_back(tmp.fileno()):
+                yield tmp
             tmp.flush()
             os.fsync(tmp.fileno())
         os.replace(tmp.name, path)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import os
+import time
 from fractions import Fraction
 
 import numpy as np
@@ -337,6 +338,30 @@ def test_tsv_threads_write_the_same_bytes(real, monkeypatch):
         outs.append(buf.getvalue())
     assert outs[0] == outs[1]
     assert outs[0].count(b"\n") == len(real.pairs) + 1
+
+
+def test_atomic_output_syncs_while_written(tmp_path, monkeypatch):
+    """What is written goes to disk while the file is still being written (the
+    writeback thread's syncs come before the body ends), and the file is whole."""
+    events = []
+    real_sync = getattr(os, "fdatasync", os.fsync)
+    monkeypatch.setattr(output, "WRITEBACK_STEP", 1 << 16)
+    monkeypatch.setattr(output.os, "fdatasync",
+                        lambda fd: (events.append("sync"), real_sync(fd))[1], raising=False)
+    monkeypatch.setattr(output.os, "fsync", lambda fd: (events.append("fsync"), real_sync(fd))[1])
+    target = tmp_path / "out.bin"
+    data = os.urandom(1 << 18)
+    with output.atomic_output(target) as handle:
+        for k in range(0, len(data), 1 << 16):
+            handle.write(data[k:k + (1 << 16)])
+            handle.flush()
+            deadline = time.monotonic() + 5
+            while events.count("sync") < k // (1 << 16) + 1 and time.monotonic() < deadline:
+                time.sleep(0.005)
+        events.append("body done")
+    assert events.index("sync") < events.index("body done")
+    assert events.count("sync") == len(data) >> 16
+    assert target.read_bytes() == data
 
 
 def test_atomic_unwritable_folder(tmp_path):
