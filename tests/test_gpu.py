@@ -107,17 +107,17 @@ def pack_every_pair(monkeypatch, rows, group, tb_rows, tb_group):
 def test_query_couples_in_every_mode_they_take(monkeypatch, traceback, rows, group, tb_rows,
                                                tb_group):
     """Every pair packed, query couples wherever two queries pack a target, in
-    local and global mode with traceback and without (the run's default takes
-    them in fewer): queries of unequal lengths in one couple, rows past the
-    shorter one's end."""
+    local and global mode with traceback and without, semiglobal without (the
+    run's default takes them in fewer): queries of unequal lengths in one
+    couple, rows past the shorter one's end, each with its own top pad."""
     pack_every_pair(monkeypatch, rows, group, tb_rows, tb_group)
     monkeypatch.setattr(gpu_backend, "QUERY_COUPLE_MODES",
-                        dict.fromkeys((False, True), ("local", "global")))
+                        {True: ("local", "global"), False: ("local", "global", "semiglobal")})
     from pairalign.job import Job, SortedSet
 
     seqs = warp_sequences()
     sc = pairalign.Scoring.create("protein")
-    for mode in ("global", "local"):
+    for mode in ("global", "local") if traceback else ("global", "local", "semiglobal"):
         assert gpu_backend.GPUBackend._query_band(
             Job(mode, sc, traceback, SortedSet.encode(seqs, sc)))
         cpu, gpu = both(seqs, mode=mode, traceback=traceback)

@@ -589,16 +589,38 @@ struct Stripe2 {
     }
 
     // track for query couples (QueryCouple): the low half's query of n0 rows,
-    // the high half's of n1, one target of m columns. Local mode reads
-    // neither (rows past a query's end score -128 and never hold a best
-    // cell); global takes each half's cell (n_k, m).
+    // the high half's of n1, one target of m columns; i0 is the stripe's
+    // first row with no pad. Local mode reads neither (rows past a query's
+    // end score -128 and never hold a best cell); global takes each half's
+    // cell (n_k, m). Semiglobal score-only pads each half's query on top by
+    // its own p_k rows (see top_pad), so that its row n_k ends a stripe:
+    // half k's rows of the stripe start at i0 - p_k; it takes the best of
+    // its row n_k (the stripe's last) and of its column m, as track does.
     template <typename Floor>
-    __device__ __forceinline__ void track_query(int i0, int j, int n0, int n1, int m,
-                                                Floor& floor, int (&best)[2],
+    __device__ __forceinline__ void track_query(int i0, int j, int n0, int n1, int p0, int p1,
+                                                int m, Floor& floor, int (&best)[2],
                                                 int (&bi)[2], int (&bj)[2]) const {
-        static_assert(mode != SEMIGLOBAL, "query couples: local or global");
         if (mode == LOCAL) {
             track(i0, j, n0, m, m, floor, best, bi, bj);
+        } else if (mode == SEMIGLOBAL) {
+#pragma unroll
+            for (int k = 0; k < 2; ++k) {
+                const int nk = k ? n1 : n0, ik = i0 - (k ? p1 : p0);
+                if (ik < nk && ik + R >= nk) {  // the stripe holds row n_k
+                    const unsigned hn = top_pad ? hl[R - 1] : row(nk - 1 - ik);
+                    offer(half(hn, k), nk, j, best[k], bi[k], bj[k]);
+                }
+                if (j == m) {  // column m: its best row (the first of equals)
+                    int c = NEG16, rf = -1;
+#pragma unroll
+                    for (int r = R - 1; r >= 0; --r) {
+                        const int i = ik + r + 1;  // below 1: the top pad
+                        const int x = half(hl[r], k);
+                        if (i >= 1 && i < nk && x >= c) { c = x; rf = r; }
+                    }
+                    if (rf >= 0) offer(c, ik + rf + 1, m, best[k], bi[k], bj[k]);
+                }
+            }
         } else if (j == m) {
 #pragma unroll
             for (int k = 0; k < 2; ++k) {
@@ -677,7 +699,8 @@ struct TargetCouple {
     }
 };
 
-// Query couples (local or global): two queries, rows r and r + 1 of a window
+// Query couples (local and global; semiglobal score-only, each query with its
+// own top pad): two queries, rows r and r + 1 of a window
 // (a0 of n0 rows, a1 of n1), against one target b of m columns, in the halves
 // of each register (low: a0's pair). Both halves take the same target
 // residue each column, so the warp's profile joins the two queries: entry t,
@@ -693,16 +716,17 @@ struct TargetCouple {
 // side would put the lanes of a group 4 R bytes apart, on the same banks).
 template <int R, int G>
 __device__ __forceinline__ void build_query_profile(const int* matrix, int K, uint4* prof,
-                                                    const unsigned char* a0, int n0,
-                                                    const unsigned char* a1, int n1, int band,
-                                                    int lane) {
+                                                    const unsigned char* a0, int n0, int p0,
+                                                    const unsigned char* a1, int n1, int p1,
+                                                    int band, int lane) {
     for (int k = lane; k < K * G; k += 32) {
         const int t = k / G, l = k % G, i0 = (band * G + l) * R;
         unsigned w[R];
 #pragma unroll
-        for (int r = 0; r < R; ++r) {
-            const int v0 = i0 + r < n0 ? matrix[a0[i0 + r] * K + t] : -128;
-            const int v1 = i0 + r < n1 ? matrix[a1[i0 + r] * K + t] : -128;
+        for (int r = 0; r < R; ++r) {  // rows of a top pad (p_k) score 0
+            const int x0 = i0 + r - p0, x1 = i0 + r - p1;
+            const int v0 = x0 < n0 ? (x0 < 0 ? 0 : matrix[a0[x0] * K + t]) : -128;
+            const int v1 = x1 < n1 ? (x1 < 0 ? 0 : matrix[a1[x1] * K + t]) : -128;
             w[r] = ((unsigned)v0 & 0xffffu) | ((unsigned)v1 << 16);
         }
 #pragma unroll
@@ -720,10 +744,18 @@ struct QueryCouple {
     const unsigned char* b;
     int m0, m1, K;  // m0 = m1: the target's length
 
+    // each half's top pad (Stripe2::top_pad), in its profile rows and its
+    // tracking: the couple's rows start at 0
+    __device__ __forceinline__ static int pad_of(int n) {
+        return Stripe2<mode, want_tb, R>::top_pad ? (R - n % R) % R : 0;
+    }
     __device__ __forceinline__ int pad() const { return 0; }
-    __device__ __forceinline__ int rows() const { return max(n0, n1); }
+    __device__ __forceinline__ int rows() const {
+        return max(n0 + pad_of(n0), n1 + pad_of(n1));
+    }
     __device__ __forceinline__ void build(const int* matrix, int band, int lane) const {
-        build_query_profile<R, G>(matrix, K, prof, a0, n0, a1, n1, band, lane);
+        build_query_profile<R, G>(matrix, K, prof, a0, n0, pad_of(n0), a1, n1, pad_of(n1),
+                                  band, lane);
     }
     __device__ __forceinline__ unsigned offsets(int j) const {
         return (j <= m0 ? (unsigned)b[j - 1] : 0u) * (unsigned)(R / 4 * G * sizeof(uint4));
@@ -741,7 +773,7 @@ struct QueryCouple {
     __device__ __forceinline__ void track(const Stripe2<mode, want_tb, R>& st, int i0, int j,
                                           Floor& floor, int (&best)[2], int (&bi)[2],
                                           int (&bj)[2]) const {
-        st.track_query(i0, j, n0, n1, m0, floor, best, bi, bj);
+        st.track_query(i0, j, n0, n1, pad_of(n0), pad_of(n1), m0, floor, best, bi, bj);
     }
 };
 
@@ -964,7 +996,7 @@ fill2(
     char* const mine = reinterpret_cast<char*>(shared)
                      + (threadIdx.x / 32) * (nquery > 0 ? K * G * R * 4 : (K + 1) * G * R);
     bool query = false;  // a warp of query couples: the second query is row r + 1
-    if constexpr (mode != SEMIGLOBAL) {
+    if constexpr (mode != SEMIGLOBAL || !want_tb) {  // semiglobal: score-only
         query = warp < nquery;
         if (query) {
             const long long q1 = offsets[pair_row[2 * first + 1]];

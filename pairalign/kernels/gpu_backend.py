@@ -46,11 +46,12 @@ PACKED_TRACEBACK = True
 #: runs the longer one's). H100, in process, with and without (NOTES.md, v13):
 #: 1e13 cells score-only local 3.35 / 3.59 s, global 2.96 / 3.28 s; the
 #: proteome score-only local 0.135 / 0.169 s; 1e12 cells with traceback local
-#: 1.14 / 1.18 s, global's fill 0.72 s both (not taken). Semiglobal keeps
-#: target couples: its score-only top pad ends one query on a stripe's last
-#: row, not two.
+#: 1.14 / 1.18 s, global's fill 0.72 s both (not taken). Semiglobal
+#: score-only pads each query of a couple on top by its own amount (so that
+#: its last row ends a stripe); with traceback the kernel has no semiglobal
+#: query couples.
 QUERY_COUPLES = True
-QUERY_COUPLE_MODES: dict[bool, tuple[str, ...]] = {False: ("local", "global"),
+QUERY_COUPLE_MODES: dict[bool, tuple[str, ...]] = {False: ("local", "global", "semiglobal"),
                                                    True: ("local",)}
 #: Largest joint profile a block (8 warps) of query couples: two blocks a SM on Hopper.
 QUERY_PROFILE_BYTES = 112 << 10
@@ -523,6 +524,7 @@ class GPUBackend:
         query couples (see QUERY_COUPLES), else 0."""
         rows, group = _pack_shape(job.traceback, job.mode)
         on = (QUERY_COUPLES and job.mode in QUERY_COUPLE_MODES[job.traceback]
+              and not (job.traceback and job.mode == "semiglobal")  # no such kernel
               and _query_profile_bytes(job.scoring.matrix.shape[0], rows, group)
               <= QUERY_PROFILE_BYTES)
         return rows * group if on else 0
