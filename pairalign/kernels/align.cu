@@ -567,24 +567,34 @@ struct Stripe2 {
                 const int mk = k ? m1 : m0;
                 if (j > mk) continue;
                 if (mode == SEMIGLOBAL) {
-                    if (last) {
-                        const unsigned hn = top_pad ? hl[R - 1] : row(n - 1 - i0);
-                        offer(half(hn, k), n, j, best[k], bi[k], bj[k]);
-                    }
-                    if (j == mk) {  // column m: its best row (the first of equals)
-                        int c = NEG16, rf = -1;
-#pragma unroll
-                        for (int r = R - 1; r >= 0; --r) {
-                            const int i = i0 + r + 1;  // below 1: the top pad
-                            const int x = half(hl[r], k);
-                            if (i >= 1 && i < n && x >= c) { c = x; rf = r; }
-                        }
-                        if (rf >= 0) offer(c, i0 + rf + 1, mk, best[k], bi[k], bj[k]);
-                    }
+                    semiglobal_ends(k, i0, n, j, mk, last, best, bi, bj);
                 } else if (last && j == mk) {
                     best[k] = half(row(n - 1 - i0), k); bi[k] = n; bj[k] = mk;
                 }
             }
+        }
+    }
+
+    // Semiglobal end cells of half k (a pair of n rows and m columns; the
+    // stripe's rows from i0 + 1, below 1 the top pad) after column j <= m:
+    // its row n where the stripe holds it (``last``) and, at j = m, the best
+    // row of column m (the first of equals).
+    __device__ __forceinline__ void semiglobal_ends(int k, int i0, int n, int j, int m,
+                                                    bool last, int (&best)[2], int (&bi)[2],
+                                                    int (&bj)[2]) const {
+        if (last) {
+            const unsigned hn = top_pad ? hl[R - 1] : row(n - 1 - i0);
+            offer(half(hn, k), n, j, best[k], bi[k], bj[k]);
+        }
+        if (j == m) {
+            int c = NEG16, rf = -1;
+#pragma unroll
+            for (int r = R - 1; r >= 0; --r) {
+                const int i = i0 + r + 1;
+                const int x = half(hl[r], k);
+                if (i >= 1 && i < n && x >= c) { c = x; rf = r; }
+            }
+            if (rf >= 0) offer(c, i0 + rf + 1, m, best[k], bi[k], bj[k]);
         }
     }
 
@@ -606,20 +616,7 @@ struct Stripe2 {
 #pragma unroll
             for (int k = 0; k < 2; ++k) {
                 const int nk = k ? n1 : n0, ik = i0 - (k ? p1 : p0);
-                if (ik < nk && ik + R >= nk) {  // the stripe holds row n_k
-                    const unsigned hn = top_pad ? hl[R - 1] : row(nk - 1 - ik);
-                    offer(half(hn, k), nk, j, best[k], bi[k], bj[k]);
-                }
-                if (j == m) {  // column m: its best row (the first of equals)
-                    int c = NEG16, rf = -1;
-#pragma unroll
-                    for (int r = R - 1; r >= 0; --r) {
-                        const int i = ik + r + 1;  // below 1: the top pad
-                        const int x = half(hl[r], k);
-                        if (i >= 1 && i < nk && x >= c) { c = x; rf = r; }
-                    }
-                    if (rf >= 0) offer(c, ik + rf + 1, m, best[k], bi[k], bj[k]);
-                }
+                semiglobal_ends(k, ik, nk, j, m, ik < nk && ik + R >= nk, best, bi, bj);
             }
         } else if (j == m) {
 #pragma unroll
