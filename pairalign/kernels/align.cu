@@ -512,13 +512,13 @@ struct Stripe2 {
 
     // The end cells of both pairs after column j (see Stripe::track). Local takes
     // the column's maximum and a slow path only where a half reaches its pair's
-    // best (at least 1); floor holds max(best - 1, 0) of both pairs: in local
-    // mode a word in shared memory that the lanes of a couple share (a cell
-    // below another lane's best of its pair is not the pair's end cell),
-    // raised without atomics (a lost raise only costs a later slow path).
-    template <typename Floor>
+    // best (at least 1); floor, read in local mode only, holds max(best - 1,
+    // 0) of both pairs: a word in shared memory that the lanes of a couple
+    // share (a cell below another lane's best of its pair is not the pair's
+    // end cell), raised without atomics (a lost raise only costs a later slow
+    // path).
     __device__ __forceinline__ void track(int i0, int j, int n, int m0, int m1,
-                                          Floor& floor, int (&best)[2], int (&bi)[2],
+                                          volatile unsigned& floor, int (&best)[2], int (&bi)[2],
                                           int (&bj)[2]) const {
         if (mode == LOCAL) {
             unsigned c2 = __vimax3_s16x2(hl[0], hl[1], hl[2]);
@@ -606,9 +606,8 @@ struct Stripe2 {
     // its own p_k rows (see top_pad), so that its row n_k ends a stripe:
     // half k's rows of the stripe start at i0 - p_k; it takes the best of
     // its row n_k (the stripe's last) and of its column m, as track does.
-    template <typename Floor>
     __device__ __forceinline__ void track_query(int i0, int j, int n0, int n1, int p0, int p1,
-                                                int m, Floor& floor, int (&best)[2],
+                                                int m, volatile unsigned& floor, int (&best)[2],
                                                 int (&bi)[2], int (&bj)[2]) const {
         if (mode == LOCAL) {
             track(i0, j, n0, m, m, floor, best, bi, bj);
@@ -688,9 +687,8 @@ struct TargetCouple {
                 : "r"(word_at(p0, r / 4)), "r"(word_at(p1, r / 4)), "r"(sel));
         }
     }
-    template <typename Floor>
     __device__ __forceinline__ void track(const Stripe2<mode, want_tb, R>& st, int i0, int j,
-                                          Floor& floor, int (&best)[2], int (&bi)[2],
+                                          volatile unsigned& floor, int (&best)[2], int (&bi)[2],
                                           int (&bj)[2]) const {
         st.track(i0, j, n, m0, m1, floor, best, bi, bj);
     }
@@ -766,9 +764,8 @@ struct QueryCouple {
             sub[4 * q] = v.x; sub[4 * q + 1] = v.y; sub[4 * q + 2] = v.z; sub[4 * q + 3] = v.w;
         }
     }
-    template <typename Floor>
     __device__ __forceinline__ void track(const Stripe2<mode, want_tb, R>& st, int i0, int j,
-                                          Floor& floor, int (&best)[2], int (&bi)[2],
+                                          volatile unsigned& floor, int (&best)[2], int (&bi)[2],
                                           int (&bj)[2]) const {
         st.track_query(i0, j, n0, n1, pad_of(n0), pad_of(n1), m0, floor, best, bi, bj);
     }
@@ -800,11 +797,10 @@ __device__ __forceinline__ void fill_pack(
         }
     }
     const unsigned go2 = pack2(-go), ge2 = pack2(-ge);
-    unsigned floor = 0;  // global and semiglobal: unused
     static_assert(G >= 4, "shared floors: at most 64 groups a block of 256");
-    __shared__ unsigned floors[64];  // local: a couple's floor (Stripe2::track)
-    volatile unsigned& shared_floor = floors[threadIdx.x / G];
-    if (mode == LOCAL && gl == 0) shared_floor = 0;  // seen after the band's __syncwarp
+    __shared__ unsigned floors[64];  // a couple's floor (local only: Stripe2::track)
+    volatile unsigned& floor = floors[threadIdx.x / G];
+    if (mode == LOCAL && gl == 0) floor = 0;  // seen after the band's __syncwarp
     // i0 below is a lane's first row in the query, negative in the top pad
     const int n = c.rows(), pad = c.pad();
     const int nstripes = (n + pad + R - 1) / R;
@@ -847,8 +843,7 @@ __device__ __forceinline__ void fill_pack(
                 c.load(plane, col, sub);
                 unsigned w0[R / 8], w1[R / 8];
                 st.column(sub, d0, hup, fup, go2, ge2, w0, w1);
-                if constexpr (mode == LOCAL) c.track(st, i0, j, shared_floor, best, bi, bj);
-                else c.track(st, i0, j, floor, best, bi, bj);
+                c.track(st, i0, j, floor, best, bi, bj);
                 out_h = hup;
                 out_f = fup;
                 if (gl == last) { top_h[j] = hup; top_f[j] = fup; }
