@@ -167,16 +167,10 @@ def exit_now(code: int | str | None) -> NoReturn:
     except (OSError, ValueError):
         pass
     if "distributed" in sys.modules:
-        _quiet_exit(code)
+        if code == EXIT_BROKEN_PIPE:
+            _quiet_broken_pipe()
+        sys.exit(code)
     os._exit(code)
-
-
-def _quiet_exit(code: int) -> NoReturn:
-    """sys.exit, with stdout pointed at /dev/null where it broke (see
-    :func:`_quiet_broken_pipe`)."""
-    if code == EXIT_BROKEN_PIPE:
-        _quiet_broken_pipe()
-    sys.exit(code)
 
 
 def handle_errors(f: Callable) -> Callable:
