@@ -172,7 +172,8 @@ class Placement:
         if not self.ops:  # every count is 0 (score only): no pass over them
             return PairBatch(**self.cols, op_offsets=np.zeros(len(self.counts) + 1, np.int64),
                              op_code=np.zeros(0, np.uint8), op_len=np.zeros(0, np.int32))
-        offsets = _offsets(self.counts)
+        offsets = np.empty(len(self.counts) + 1, np.int64)
+        batch_ops.prefix_sums(self.counts, offsets)
         total = int(offsets[-1])
         code = np.empty(total, np.uint8)
         length = np.empty(total, np.int32)

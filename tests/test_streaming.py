@@ -99,6 +99,17 @@ def test_placement_rebuilds_a_batch_from_shuffled_pieces(recs):
         assert np.array_equal(getattr(ref, name), getattr(got, name)), name
 
 
+@pytest.mark.parametrize("n", [0, 1, 255, 256, 257, 100_003])
+def test_prefix_sums_match_numpy(n):
+    """The parallel offsets of Placement.finish, pieces ragged or empty."""
+    from pairalign.kernels.batch_ops import prefix_sums
+
+    counts = np.random.default_rng(n).integers(0, 1000, n)
+    out = np.full(n + 1, -7, np.int64)
+    prefix_sums(counts, out)
+    assert np.array_equal(out, np.concatenate([[0], np.cumsum(counts)]))
+
+
 def test_overflow_after_placing_starts_goes_to_buckets(recs):
     """A budget that holds every pair's columns but not the operations: pairs
     start going into place, then the run turns to buckets, losing nothing."""

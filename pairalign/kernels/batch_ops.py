@@ -6,6 +6,7 @@ the first window's results)."""
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit, prange
 
 from .conventions import OP_DEL, OP_INS
@@ -32,6 +33,30 @@ def place(n, ncols, triangle, q, t, score, qb, qe, tb, te, ident, length, op_off
         o_ident[p] = ident[k]
         o_length[p] = length[k]
         counts[p] = op_off[k + 1] - op_off[k]
+
+
+@njit(cache=True, parallel=True, nogil=True, boundscheck=False)
+def prefix_sums(counts, out):
+    """``out[0] = 0``, ``out[k + 1] = counts[:k + 1].sum()``, in parallel: each
+    piece's total, the pieces' running sums, then each piece's own (numpy's
+    cumsum is one thread, and first-touches ``out`` page by page on it)."""
+    n = counts.shape[0]
+    pieces = 256
+    step = (n + pieces - 1) // pieces
+    base = np.zeros(pieces + 1, np.int64)
+    for c in prange(pieces):
+        s = 0
+        for k in range(c * step, min(n, (c + 1) * step)):
+            s += counts[k]
+        base[c + 1] = s
+    for c in range(pieces):
+        base[c + 1] += base[c]
+    out[0] = 0
+    for c in prange(pieces):
+        s = base[c]
+        for k in range(c * step, min(n, (c + 1) * step)):
+            s += counts[k]
+            out[k + 1] = s
 
 
 @njit(cache=True, parallel=True, nogil=True, boundscheck=False)
