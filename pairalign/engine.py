@@ -274,24 +274,30 @@ _NUMBA = _NumbaGuard()
 # ---------------------------------------------------------------------------------
 
 
-def fit_window(job: Job, backend: Backend, w: Window,
-               budget: int | None = None) -> list[tuple[Window, bool]]:
+def fit_window(job: Job, backend: Backend, w: Window, budget: int | None = None,
+               by_bound: bool = False) -> list[tuple[Window, bool]]:
     """``w``, or its quarters (recursively) where the device cannot hold it.
 
     Each window comes with whether the backend can hold it; one that cannot,
-    even as a single 16 x 16 block, goes to the CPU.
+    even as a single 16 x 16 block, goes to the CPU. With ``by_bound``, a
+    window that the backend's ``window_bytes_bound`` (if it has one) puts
+    within the budget fits without its exact size (planning it takes the
+    backend longer): the caller checks it again before it runs.
     """
     if not hasattr(backend, "window_bytes"):
         return [(w, True)]
     if budget is None:
         budget = backend.device_budget()
+    bound = getattr(backend, "window_bytes_bound", None) if by_bound else None
+    if bound is not None and bound(job, w) <= budget:
+        return [(w, True)]
     if backend.window_bytes(job, w) <= budget:
         return [(w, True)]
     if w.r1 - w.r0 <= BLOCK and w.c1 - w.c0 <= BLOCK:
         return [(w, False)]
     rows, cols = job.rows.lengths, job.col_set.lengths
     return [x for sub in split_window(w, rows, cols)
-            for x in fit_window(job, backend, sub, budget)]
+            for x in fit_window(job, backend, sub, budget, by_bound)]
 
 
 def window_memory(job: Job, backend: Backend, w: Window) -> int:
@@ -365,7 +371,9 @@ def prepare_work(job: Job, backend, max_memory: int = DEFAULT_MAX_MEMORY,
     For a device backend (one with ``window_bytes``), pieces are fitted here, as
     the engine always did, to the first device's budget while nothing runs on
     it; a worker whose device has at least that budget runs them unchecked,
-    another checks (and splits) each window before launching it.
+    another checks (and splits) each window before launching it. A backend
+    with ``window_bytes_bound`` has its pieces fitted by that bound (no
+    plans before the first launch) and each checked before it launches.
     """
     workers = worker_backends(backend)
     first = workers[0]
@@ -385,7 +393,9 @@ def prepare_work(job: Job, backend, max_memory: int = DEFAULT_MAX_MEMORY,
         for p, ws in enumerate(pieces):
             mine = []
             for piece in ws:
-                for sub, fits in fit_window(job, first, piece, budget):
+                # by bound: plans are left to the launching thread (its
+                # _fits checks each window), while earlier windows run
+                for sub, fits in fit_window(job, first, piece, budget, by_bound=True):
                     if fits:
                         mine.append(sub)
                     else:
@@ -661,8 +671,11 @@ class _LocalRun:
         """Whether the device holds ``item``; if not, its pieces are put back."""
         if budget is None:
             return True
-        if self.work.fit_budget is not None and budget >= self.work.fit_budget:
-            return True  # fitted before the run to a budget no larger than this one
+        # fitted before the run to a budget no larger than this one; one with
+        # a bound fitted by it, and checked here by its plan (its launch's)
+        if (self.work.fit_budget is not None and budget >= self.work.fit_budget
+                and not hasattr(backend, "window_bytes_bound")):
+            return True
         w = item.window
         if backend.window_bytes(self.job, w) <= budget:
             return True

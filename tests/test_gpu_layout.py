@@ -253,6 +253,38 @@ def test_slots_take_the_largest_window_the_device_holds():
     assert be._job_slot_bytes(other) == 0  # no plans of its own: each window's size
 
 
+@pytest.mark.parametrize("mode", ["local", "global"])
+@pytest.mark.parametrize("traceback", [False, True])
+@pytest.mark.parametrize("seed,longest,width", [(7, 300, 32), (8, 900, 64), (9, 3500, 16)])
+def test_window_bound_holds_the_window(mode, traceback, seed, longest, width):
+    """The bound that fits windows without their plans is no smaller than
+    the plan's size, triangle and square windows alike (most windows fit by
+    it, so few are planned before the run)."""
+    from pairalign.scheduler.windows import plan_windows
+
+    job, be = protein_job(mode, traceback, seed, longest, 150)
+    for w in plan_windows(job.rows.lengths, None, width):
+        bound = be.window_bytes_bound(job, w)
+        assert be.window_bytes(job, w) <= bound < 5 * be.window_bytes(job, w) + (1 << 20)
+
+
+def test_slots_planned_from_windows_fitted_by_their_bound():
+    """Windows fitted by their bound alone (no plans): the first launch plans
+    the largest bounds and takes the largest window that fits."""
+    from pairalign.engine import fit_window
+    from pairalign.scheduler.windows import plan_windows
+
+    job, be = protein_job("local", True, 5, 900, 120)
+    windows = plan_windows(job.rows.lengths, None, 32)
+    be.device_budget = lambda: 1 << 40
+    for w in windows:
+        assert fit_window(job, be, w, by_bound=True) == [(w, True)]
+    assert not any(isinstance(p, gpu_backend.LayoutPlan) for p in be._plans.values())
+    floor = be._job_slot_bytes(job)
+    exact = {w: gpu_backend.window_bytes(be._plan(job, w), True) for w in windows}
+    assert floor == max(exact.values())
+
+
 class _DeviceArray:
     """A host array that looks like a CuPy one to ``_download`` (``data.ptr``)."""
 

@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 import pytest
 
-from pairalign.engine import (format_plan, format_run_report, iter_windows, plan,
+from pairalign.engine import (format_plan, format_run_report, iter_windows, plan, prepare_work,
                               run_job)
 from pairalign.errors import DeviceErrorWarning
 from pairalign.job import Job, SortedSet
@@ -77,6 +77,7 @@ class Fake:
     (``calls``: how many times this fake saw ``w`` before). ``pipeline``:
     offer ``run_windows`` with two windows in flight, as the GPU backend does.
     ``budget``: offer ``window_bytes``/``device_budget`` (bytes = pairs).
+    ``bound``: offer ``window_bytes_bound`` as ``bound`` times the bytes.
     ``input_indices``: return batches in input indices, oriented, as the GPU
     backend does (the engine must not orient them again). ``ran_event`` is
     set once this fake has run a window; ``hold`` (an event) holds every window
@@ -88,7 +89,7 @@ class Fake:
     cost_key = "fake"
 
     def __init__(self, tag, fail=None, delay=0.0, pipeline=False, budget=None, seed=0,
-                 input_indices=False, ran_event=None, hold=None):
+                 input_indices=False, ran_event=None, hold=None, bound=None):
         self.tag = tag
         self.ran_event = ran_event
         self.hold = hold
@@ -104,6 +105,8 @@ class Fake:
         if budget is not None:
             self.window_bytes = lambda job, w: w.pairs
             self.device_budget = lambda: budget
+        if bound is not None:
+            self.window_bytes_bound = lambda job, w: int(w.pairs * bound)
 
     def describe(self):
         return f"fake {self.tag}"
@@ -416,6 +419,20 @@ def test_blocks_no_device_holds_go_to_the_fallback(tri):
     assert all(w.pairs <= 100 for w in dev.ran)
     assert all(w.pairs > 100 for w in fb.ran) and fb.ran
     assert sum(w.pairs for w in dev.ran + fb.ran) == len(ref)
+
+
+@pytest.mark.parametrize("pipeline", [False, True])
+def test_windows_fitted_by_a_low_bound_are_split_before_they_launch(tri, pipeline):
+    """A window that its bound said fits, but whose exact size does not, is
+    checked again before it launches and cut: nothing over the budget runs,
+    and every pair comes once."""
+    job, ref = tri
+    dev = Fake("dev", budget=300, bound=0.3, pipeline=pipeline)
+    work = prepare_work(job, dev, width=64)
+    assert max(w.pairs for ws in work.pieces for w in ws) > 300  # let through by the bound
+    out = run_job(job, dev, width=64)
+    same(out, ref)
+    assert dev.ran and all(w.pairs <= 300 for w in dev.ran)
 
 
 def test_error_everywhere_raises_and_stops():

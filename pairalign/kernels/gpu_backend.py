@@ -97,6 +97,9 @@ SOURCE: str | None = None
 #: sequences is one window and the host waits alone at its end (1e12 cells,
 #: H100, in process: 0.78 s at 4,096, 0.70 s at 2,048, 0.58 s at 1,024 and 512).
 MAX_WIDTH = 1024
+#: Windows fitted by their bound that a job's first launch plans, largest
+#: bound first, to size the stream slots (see GPUBackend._job_slot_bytes).
+SLOT_PLANS = 4
 NEG = {np.dtype(np.int16): -16384, np.dtype(np.int32): -(1 << 30)}
 _CTYPE = {np.dtype(np.int16): "short", np.dtype(np.int32): "int"}
 
@@ -153,6 +156,22 @@ def window_arrays(plan: LayoutPlan, traceback: bool) -> dict[str, tuple[int, np.
                    "len": (plan.ops, i32), "qb": (n, i32), "tb": (n, i32), "nops": (n, i32),
                    "ident": (n, i32), "alen": (n, i32)}
     return arrays
+
+
+#: A window's bytes besides its pairs': its arrays' 256-byte alignment, the
+#: uploads' small pieces.
+_WINDOW_BYTES = 64 << 10
+
+
+def _pairs_bytes(traceback: bool, n, span, count):
+    """Device bytes of ``count`` pairs of a query of length ``n`` whose targets'
+    lengths sum to ``span`` (integers or NumPy arrays), by the wide layout
+    (its words, in bands of 32 lanes, bound the couples' layout), ``n + m``
+    operation slots a pair, boundary rows, per-pair columns and indices, and
+    a launch segment each."""
+    tb = 4 * band_words(n, span, count, 32) if traceback else 0
+    ops = 10 * (n * count + span) if traceback else 0
+    return tb + ops + 8 * (span + count) + 128 * count
 
 
 def window_bytes(plan: LayoutPlan, traceback: bool) -> int:
@@ -272,23 +291,36 @@ class GPUBackend:
     def task_memory(self, job: Job) -> int:
         """Device bytes of the largest 16 x 16 block of pairs."""
         n, m = int(job.rows.lengths[0]), int(job.col_set.lengths[0])
-        return BLOCK * BLOCK * self._pair_bytes(job, n, m)
+        return BLOCK * BLOCK * _pairs_bytes(job.traceback, n, m, 1)
 
     def fit_memory(self, job: Job, budget: int) -> int:
         return 0
 
-    @staticmethod
-    def _pair_bytes(job: Job, n: int, m: int) -> int:
-        # the wide layout's words (bands of 32 lanes) bound the narrow and the
-        # couples' layouts too
-        tb = 4 * band_words(n, m, 1, 32) if job.traceback else 0
-        ops = (n + m) * 5 * 2 if job.traceback else 0
-        return tb + ops + 8 * (m + 1) + 64
-
     def window_bytes(self, job: Job, w: Window) -> int:
         """Device bytes a window takes (traceback, boundary rows, operations,
         indices and results: :func:`window_arrays`)."""
-        return window_bytes(self._plan(job, w), job.traceback)
+        size = window_bytes(self._plan(job, w), job.traceback)
+        self._job_plans(job)["sizes"][w] = size
+        return size
+
+    def window_bytes_bound(self, job: Job, w: Window) -> int:
+        """The device bytes of a window as its pairs' :func:`_pairs_bytes`, from
+        the lengths alone (O(rows), no plan): at least :meth:`window_bytes` on
+        every job measured, but not a proven bound (a narrow warp takes its
+        longest target's words for each of its pairs). Fitting a job's
+        windows by this leaves their plans to the launching thread, while
+        earlier windows run; each window is checked exactly there, before
+        it launches (``_LocalRun._fits``). Recorded for :meth:`_job_slot_bytes`."""
+        plans = self._job_plans(job)
+        lengths = plans["lengths"]
+        r = np.arange(w.r0, w.r1)
+        first = (np.minimum(np.maximum(w.c0, r + 1), w.c1) if w.triangle
+                 else np.full(r.size, w.c0))
+        span = lengths.col_prefix[w.c1] - lengths.col_prefix[first]
+        size = int(_pairs_bytes(job.traceback, lengths.rows[r], span, w.c1 - first).sum())
+        size += _WINDOW_BYTES
+        plans["sizes"].setdefault(w, size)  # an exact size, where known, stays
+        return size
 
     def device_budget(self) -> int:
         """Device bytes one window may take: of what is free, a share for each
@@ -347,15 +379,28 @@ class GPUBackend:
 
     def _job_slot_bytes(self, job: Job) -> int:
         """Bytes of the largest window that the device can hold among the
-        job's planned ones (the plans that fitting the windows to the device
-        left, :meth:`_plan`; those of windows too large for it were split),
-        once per job: every stream slot is taken that large at its first
-        window."""
+        job's fitted ones (those too large for it were split), once per job:
+        every stream slot is taken that large at its first window. Windows
+        fitted by :meth:`window_bytes_bound` are planned here, largest bound
+        first, up to :data:`SLOT_PLANS` of them and while one could be larger
+        than the largest found; a window larger still grows its slot."""
         if self._slot_floor[0] is not job:
             budget = self.device_budget()
-            sizes = (window_bytes(p, job.traceback) for p in self._plans.values()
-                     if isinstance(p, LayoutPlan))
-            self._slot_floor = (job, max((b for b in sizes if b <= budget), default=0))
+            plans = self._job_plans(job)
+            exact = {w: window_bytes(p, job.traceback) for w, p in plans.items()
+                     if isinstance(p, LayoutPlan)}
+            best = max((b for b in exact.values() if b <= budget), default=0)
+            # windows fitted by their bound alone: the largest bounds planned
+            # (their launches take the plans), while one could hold more
+            bounds = sorted(((b, w) for w, b in plans["sizes"].items() if w not in exact),
+                            key=lambda x: x[0], reverse=True)
+            for b, w in bounds[:SLOT_PLANS]:
+                if b <= best:
+                    break
+                size = self.window_bytes(job, w)
+                if size <= budget:
+                    best = max(best, size)
+            self._slot_floor = (job, best)
         return self._slot_floor[1]
 
     def _slot_memory(self, stream, arrays: dict, floor: int = 0) -> dict:
@@ -499,10 +544,7 @@ class GPUBackend:
         """The host's plan of a window's launch (:mod:`.gpu_layout`): sizes from
         lengths alone, so that fitting windows to memory needs no device work;
         kept for the window's launch."""
-        if self._plans.get("job") is not job:  # one job's plans at a time
-            self._plans = {"job": job,
-                           "lengths": JobLengths.of(job.rows.lengths, job.col_set.lengths)}
-        plan = self._plans.get(w)
+        plan = self._job_plans(job).get(w)
         if plan is None:
             limit = WIDE_STEPS if job.traceback else WIDE_STEPS_SCORE_ONLY
             if not _profile_fits(job.scoring.matrix):
@@ -517,6 +559,15 @@ class GPUBackend:
                                query_band=self._query_band(job) if pack else 0)
             self._plans[w] = plan
         return plan
+
+    def _job_plans(self, job: Job) -> dict:
+        """One job's plans at a time: its lengths, its windows' plans (by
+        window, until launched) and ``sizes`` (window -> bytes, exact or
+        bound, of every window fitted)."""
+        if self._plans.get("job") is not job:
+            self._plans = {"job": job, "sizes": {},
+                           "lengths": JobLengths.of(job.rows.lengths, job.col_set.lengths)}
+        return self._plans
 
     @staticmethod
     def _query_band(job: Job) -> int:
