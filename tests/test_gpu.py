@@ -160,20 +160,16 @@ def test_local_end_cell_ties(monkeypatch, traceback, rows, group, tb_rows, tb_gr
     assert_same(cpu, gpu)
 
 
-@pytest.mark.parametrize("pinned,staging,early,fetch", [
-    (True, None, True, True), (True, 4099, True, True), (False, None, True, True),
-    (True, None, False, True), (True, None, True, False), (True, 4099, True, False)])
+@pytest.mark.parametrize("pinned,staging,early", [(True, None, True), (True, 4099, True),
+                                                   (False, None, True), (True, None, False)])
 @pytest.mark.parametrize("traceback", [True, False])
-def test_downloads_pinned_or_not(data_dir, monkeypatch, traceback, pinned, staging, early,
-                                 fetch):
+def test_downloads_pinned_or_not(data_dir, monkeypatch, traceback, pinned, staging, early):
     """Results through the pinned staging buffer (whole, or a few kilobytes
     that every window's arrays pass through in many pieces, cut mid-element),
     or array by array, with each slot taking its next window before the
-    host's download of its results or after, downloaded on a thread of their
-    own or on the launching one: the same as the CPU's."""
+    host's download of its results or after: the same as the CPU's."""
     monkeypatch.setattr(gpu_backend, "PINNED_DOWNLOADS", pinned)
     monkeypatch.setattr(gpu_backend, "EARLY_SLOT_REUSE", early)
-    monkeypatch.setattr(gpu_backend, "FETCH_THREAD", fetch)
     if staging is not None:
         monkeypatch.setattr(gpu_backend, "STAGING_BYTES", staging)
     cpu, gpu = both(data_dir / "adeno_fiber.faa", mode="local", traceback=traceback,

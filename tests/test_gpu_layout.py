@@ -5,8 +5,6 @@ calls done on host memory)."""
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -318,14 +316,13 @@ def test_download_through_staging_pieces(monkeypatch, staging, piece):
     monkeypatch.setattr(gpu_backend, "COPY_PIECE", piece)
     be = object.__new__(GPUBackend)
     be.cp, be.timings, be._pinned, be._copiers = fake_cupy(), {}, None, None
-    be._timing_lock = threading.Lock()
     be._empty_pinned = lambda n: np.full(n, 0xAB, np.uint8)
     syncs = []
-    stream = SimpleNamespace(ptr=0, synchronize=lambda: syncs.append(1))
+    be._host_stream = lambda: SimpleNamespace(ptr=0, synchronize=lambda: syncs.append(1))
     rng = np.random.default_rng(staging)
     arrays = [rng.integers(-2**31, 2**31, 1000).astype(np.int32), np.zeros(0, np.int64),
               rng.integers(0, 255, 333).astype(np.uint8), np.arange(1001, dtype=np.int64)]
-    got = be._download([_DeviceArray(a) for a in arrays], stream)
+    got = be._download([_DeviceArray(a) for a in arrays])
     for a, g in zip(arrays, got):
         assert g.dtype == a.dtype and np.array_equal(g, a)
     assert len(syncs) == max(1, -(-sum(a.nbytes for a in arrays) // staging))

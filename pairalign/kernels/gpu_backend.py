@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from collections import deque
 from importlib import resources
@@ -81,12 +80,6 @@ EARLY_SLOT_REUSE = True
 PINNED_DOWNLOADS = True
 #: Bytes of the pinned buffer that downloads pass through (see GPUBackend._staging).
 STAGING_BYTES = 64 << 20
-#: Downloads (``_fetch``) run on a thread of their own, so that the launching
-#: thread queues the next window as soon as a slot is free instead of after
-#: the download of the window before (small windows at a job's end left the
-#: GPU idle for the host: 1e12 cells with traceback on the H100, 70 ms of
-#: gaps in 0.73 s). False: on the launching thread, as before v18.
-FETCH_THREAD = True
 #: Threads that copy downloads out of the staging buffer, in pieces of
 #: COPY_PIECE bytes. The copy is a first touch of new memory (page faults as
 #: much as the copy; both GIL-free in NumPy), which on one thread held global
@@ -248,10 +241,6 @@ class GPUBackend:
         self._slot_floor: tuple = (None, 0)  # (job, bytes): see _slot_memory
         self._slot_free: dict = {}  # stream -> event: its slot's results copied out
         self._origin = None
-        self._fetcher = None  # a one-thread executor: see FETCH_THREAD
-        self._fetch_stream = None
-        self._count_buffers: dict = {}  # stream -> pinned bytes for _detach's counts
-        self._timing_lock = threading.Lock()
         self.timings: dict[str, float] = {}
 
     def describe(self) -> str:
@@ -448,8 +437,8 @@ class GPUBackend:
         """The pinned buffer that downloads go through, one per backend, of
         :data:`STAGING_BYTES`. Pinning costs in proportion to size (a buffer
         grown to each window's results took 0.14 s of the proteome command
-        line), so results pass through it in pieces. Only the thread that
-        fetches this backend's windows uses it, one download at a time."""
+        line), so results pass through it in pieces. Only the thread that runs
+        this backend's windows uses it, one download at a time."""
         if self._pinned is None or self._pinned.nbytes != STAGING_BYTES:
             self._pinned = None  # the old buffer back to CuPy's pool before the new one
             t = time.perf_counter()
@@ -457,15 +446,16 @@ class GPUBackend:
             self._add("pinned", time.perf_counter() - t)
         return self._pinned
 
-    def _download(self, arrays: list, stream, buf: np.ndarray | None = None) -> list[np.ndarray]:
-        """Device arrays to host arrays: asynchronous copies on ``stream`` into
-        ``buf`` (pinned; default the staging buffer, :meth:`_staging`), one
-        wait each time it fills, then plain numpy copies out, so that results
-        never hold pinned memory."""
+    def _download(self, arrays: list) -> list[np.ndarray]:
+        """Device arrays to host arrays: asynchronous copies on the host stream
+        into the staging buffer (:meth:`_staging`), one wait each time it
+        fills, then plain numpy copies out, so that results never hold pinned
+        memory."""
         cp = self.cp
         arrays = [cp.ascontiguousarray(a) for a in arrays]
         out = [np.empty(a.shape, a.dtype) for a in arrays]
-        buf = self._staging() if buf is None else buf
+        buf = self._staging()
+        stream = self._host_stream()
         queued: list[tuple[np.ndarray, int, int, int]] = []  # (dest bytes, at, from, n)
 
         def drain() -> None:
@@ -529,8 +519,7 @@ class GPUBackend:
         return a[:n]
 
     def _add(self, key: str, value: float) -> None:
-        with self._timing_lock:  # the launching and the fetching thread
-            self.timings[key] = self.timings.get(key, 0.0) + value
+        self.timings[key] = self.timings.get(key, 0.0) + value
 
     # running --------------------------------------------------------------
     def prepare(self, job: Job) -> dict:
@@ -631,10 +620,8 @@ class GPUBackend:
         pairs) overlaps the next, and the host's decoding of one overlaps the
         kernels of the next. A window's slot takes the next window as soon as
         its results are copied out of it on the device (:meth:`_detach`),
-        before the host downloads them (:meth:`_fetch`, on the fetching
-        thread: see FETCH_THREAD): the device always has the next window
-        queued while the host downloads. Results come out in order, each
-        once its download is done.
+        before the host downloads them (:meth:`_fetch`): the device always
+        has the next window queued while the host downloads.
         """
         depth = DEPTH if depth is None else depth
         with self.device:
@@ -643,17 +630,12 @@ class GPUBackend:
             self._origin = self.cp.cuda.Event()
             self._origin.record(streams[0])
             pending: deque = deque()
-            fetched: deque = deque()  # downloads on the fetching thread, in order
-            fetch = self._fetch_later if FETCH_THREAD and EARLY_SLOT_REUSE else None
             try:
                 for k, w in enumerate(windows):
                     done = None
                     if len(pending) >= depth:
                         done = self._detach(job, pending.popleft())
-                        if fetch is not None:
-                            fetched.append(fetch(job, done))
-                            done = None
-                        elif not EARLY_SLOT_REUSE:
+                        if not EARLY_SLOT_REUSE:
                             yield self._fetch(job, done)
                             done = None
                     t = time.perf_counter()
@@ -661,32 +643,15 @@ class GPUBackend:
                     self._add("launch", time.perf_counter() - t)
                     if done is not None:
                         yield self._fetch(job, done)
-                    while fetched and fetched[0].done():
-                        yield fetched.popleft().result()
                 while pending:
-                    done = self._detach(job, pending.popleft())
-                    if fetch is None:
-                        yield self._fetch(job, done)
-                    else:
-                        fetched.append(fetch(job, done))
-                while fetched:
-                    yield fetched.popleft().result()
+                    yield self._fetch(job, self._detach(job, pending.popleft()))
             finally:
-                # downloads still queued read the staging buffer that the
-                # next run takes: they end (or never start) first
-                for f in fetched:
-                    if not f.cancel():
-                        try:
-                            f.result()
-                        except Exception:
-                            pass
                 # a run left early (an error, or its consumer gone) may have
                 # windows in flight: they read the slots' pinned uploads, which
                 # the next run rewrites, and copies out of the slots may be
                 # queued on the host stream, so both finish first
                 if pending or self._slot_free:
-                    for s in [*streams, self._host_stream(),
-                              *([self._fetch_stream] if self._fetch_stream else [])]:
+                    for s in [*streams, self._host_stream()]:
                         try:
                             s.synchronize()
                         except Exception:  # the device's own error is already on its way
@@ -828,9 +793,7 @@ class GPUBackend:
             if tb:
                 # the operations, squeezed from their slots (bound n + m a pair)
                 t_ops = time.perf_counter()
-                counts = _at_least(self._count_buffers, host.ptr, h["nops"].nbytes,
-                                   lambda n: self._empty_pinned(max(n, 1 << 20)))
-                offs_h = _offsets(self._download([h["nops"]], host, counts)[0])
+                offs_h = _offsets(self._download([h["nops"]])[0])
                 offs = cp.empty(offs_h.shape, offs_h.dtype)
                 offs.set(offs_h, stream=host)
                 code = cp.empty(int(offs_h[-1]), cp.uint8)
@@ -846,33 +809,19 @@ class GPUBackend:
             freed.record(host)
             self._slot_free[h["stream"]] = freed
         self._add("download", time.perf_counter() - t_host)
-        return {"h": h, "arrays": arrays, "offs": offs_h, "copied": freed}
-
-    def _fetch_later(self, job: Job, done: dict):
-        """:meth:`_fetch` on the fetching thread (see FETCH_THREAD): a future."""
-        if self._fetcher is None:
-            from concurrent.futures import ThreadPoolExecutor
-
-            self._fetcher = ThreadPoolExecutor(1, thread_name_prefix="pairalign-fetch")
-        return self._fetcher.submit(self._fetch, job, done)
+        return {"h": h, "arrays": arrays, "offs": offs_h}
 
     def _fetch(self, job: Job, done: dict) -> PairBatch:
-        """Bring a detached window's results (:meth:`_detach`) to the host, on a
-        stream of its own that waits for them to be copied out."""
+        """Bring a detached window's results (:meth:`_detach`) to the host."""
         cp = self.cp
         h, arrays, offs_h = done["h"], done["arrays"], done["offs"]
         npairs = h["npairs"]
-        with self.device:
-            if self._fetch_stream is None:
-                self._fetch_stream = cp.cuda.Stream(non_blocking=True)
-            stream = self._fetch_stream
-        with self.device, stream:
-            stream.wait_event(done["copied"])
+        with self._host_stream():
             t_host = time.perf_counter()
             if PINNED_DOWNLOADS:
-                got = self._download(arrays, stream)
+                got = self._download(arrays)
             else:
-                got = [a.get(stream=stream) for a in arrays]
+                got = [a.get() for a in arrays]
             if job.traceback:
                 qb_h, tb_h, ident_h, alen_h, code_h, len_h = got[5:]
             else:
