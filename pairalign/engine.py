@@ -451,8 +451,12 @@ class _LocalRun:
     """Threads that take windows from a :class:`WorkQueue` and put results in a queue."""
 
     def __init__(self, job: Job, work: Work, max_memory: int, *, ordered: bool,
-                 buffer: int | None, fallback, max_failures: int | None = None) -> None:
+                 buffer: int | None, fallback, max_failures: int | None = None,
+                 device_ops: bool = False) -> None:
         self.job = job
+        # operations may stay on the device for the consumer's placement
+        # where one device backend runs every device window
+        self.device_ops = device_ops and len(work.workers) == 1
         self.work = work
         self.max_memory = max_memory
         n = len(work.workers)
@@ -619,9 +623,14 @@ class _LocalRun:
 
     # -- the device worker ---------------------------------------------------------
     def _worker(self, k: int, backend) -> None:
+        keep = getattr(backend, "keep_ops_on_device", None) if self.device_ops else None
         try:
+            if keep is not None:
+                keep(True)
             self._work(k, backend)
         finally:
+            if keep is not None:
+                keep(False)
             bt = getattr(backend, "timings", None)
             if isinstance(bt, dict):
                 self.stats[k].backend_timings = dict(bt)
@@ -847,7 +856,7 @@ def iter_windows(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
                  width: int | None = None, ordered: bool = False,
                  progress: Progress | None = None, timings: dict | None = None,
                  client=None, buffer: int | None = None,
-                 fallback="auto") -> Iterator[PairBatch]:
+                 fallback="auto", device_ops: bool = False) -> Iterator[PairBatch]:
     """Stream the results of ``job``, one :class:`PairBatch` per window, as they finish.
 
     The streaming form of :func:`run_job`, for writers that must not hold
@@ -893,6 +902,11 @@ def iter_windows(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
     fallback : "auto", callable, backend or None
         What runs blocks that no device can hold or that failed on every
         device: ``"auto"`` a CPU backend (none for a CPU run).
+    device_ops : bool
+        Batches of a single device backend may leave their operations on the
+        device (:class:`~pairalign.pairs.DevicePairBatch`), for a
+        :class:`~pairalign.pairs.Placement` to place there at its end; for
+        callers that place every batch or take :func:`~pairalign.pairs.on_host`.
 
     Yields
     ------
@@ -911,7 +925,8 @@ def iter_windows(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
     if fallback == "auto":
         fallback = _default_fallback(first)
     predicted = _predict(job, work)
-    run = _LocalRun(job, work, max_memory, ordered=ordered, buffer=buffer, fallback=fallback)
+    run = _LocalRun(job, work, max_memory, ordered=ordered, buffer=buffer, fallback=fallback,
+                    device_ops=device_ops and not ordered)
     total, cells_total = work.pairs, work.cells
     done = cells_done = 0
     started = time.perf_counter()
@@ -976,7 +991,8 @@ def run_job(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
     inner: dict = {}
     spent: dict = {}
     out = assemble(job, iter_windows(job, backend, max_memory=max_memory, width=width,
-                                     progress=progress, timings=inner, client=client),
+                                     progress=progress, timings=inner, client=client,
+                                     device_ops=True),
                    spent)
     if timings is not None:
         timings["windows"] = timings.get("windows", 0.0) + spent["finish"] - clock

@@ -132,6 +132,59 @@ class PairBatch:
         return sum(getattr(self, f.name).nbytes for f in fields(self))
 
 
+@dataclass(frozen=True)
+class DeviceOps:
+    """A window's operations left on the device that computed them, until a
+    :class:`Placement` puts every pair's in input order there
+    (``owner.place_ops``) and brings them to the host at once.
+
+    ``offsets`` (``npairs + 1``), ``code`` and ``length`` are the device
+    arrays of the window's pairs in batch order, as :class:`PairBatch` holds
+    them on the host; ``owner`` is the backend that made them.
+    """
+
+    owner: object
+    offsets: object
+    code: object
+    length: object
+
+    def on_host(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(code, length)`` copied to the host."""
+        return self.code.get(), self.length.get()
+
+
+@dataclass(frozen=True)
+class DevicePairBatch(PairBatch):
+    """A :class:`PairBatch` whose operations are still on the device
+    (``device_ops``; ``op_code`` and ``op_len`` are empty, ``op_offsets``
+    holds the counts). Only a :class:`Placement` takes it as it is; anything
+    else takes :meth:`on_host`. The engine makes these only for callers that
+    asked (``iter_windows(device_ops=True)``)."""
+
+    device_ops: DeviceOps | None = None
+
+    def on_host(self) -> PairBatch:
+        code, length = self.device_ops.on_host()
+        cols = {f.name: getattr(self, f.name) for f in fields(PairBatch)}
+        return PairBatch(**(cols | {"op_code": code, "op_len": length}))
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the batch once on the host (its operations counted)."""
+        ops = self.device_ops
+        return (sum(getattr(self, f.name).nbytes for f in fields(PairBatch))
+                + ops.code.nbytes + ops.length.nbytes)
+
+    def save(self, path) -> None:
+        self.on_host().save(path)
+
+
+def on_host(batch: PairBatch) -> PairBatch:
+    """``batch`` with its operations on the host (a :class:`DevicePairBatch`'s
+    copied there)."""
+    return batch.on_host() if isinstance(batch, DevicePairBatch) else batch
+
+
 class Placement:
     """One batch in input order built from several, each pair put at its rank.
 
@@ -153,6 +206,8 @@ class Placement:
         self.cols = {name: np.empty(total, getattr(template, name).dtype) for name in _COLUMNS}
         self.counts = np.zeros(total, np.int64)
         self.ops: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        #: (ranks, DeviceOps) of batches whose operations are on a device
+        self.device_ops: list[tuple[np.ndarray, DeviceOps]] = []
 
     def add(self, batch: PairBatch) -> None:
         """Put ``batch``'s pairs (input indices) in place."""
@@ -163,23 +218,38 @@ class Placement:
         batch_ops.place(self.n, self.ncols, self.triangle,
                         *(getattr(batch, k) for k in _COLUMNS), batch.op_offsets,
                         *(c[k] for k in _COLUMNS), self.counts, pos)
-        if len(batch.op_code):
+        device = getattr(batch, "device_ops", None)
+        if device is not None:
+            self.device_ops.append((pos, device))
+        elif len(batch.op_code):
             self.ops.append((pos, batch.op_offsets, batch.op_code, batch.op_len))
 
     def finish(self) -> PairBatch:
+        """Every pair in input order. Operations left on a device are placed
+        there and come to the host in one download (one device's: a
+        placement takes the windows of one device backend, besides host
+        ones), the others are placed on the host after it."""
         from .kernels import batch_ops
 
-        if not self.ops:  # every count is 0 (score only): no pass over them
+        if not self.ops and not self.device_ops:  # score only: no pass over the counts
             return PairBatch(**self.cols, op_offsets=np.zeros(len(self.counts) + 1, np.int64),
                              op_code=np.zeros(0, np.uint8), op_len=np.zeros(0, np.int32))
         offsets = np.empty(len(self.counts) + 1, np.int64)
         batch_ops.prefix_sums(self.counts, offsets)
         total = int(offsets[-1])
-        code = np.empty(total, np.uint8)
-        length = np.empty(total, np.int32)
+        if self.device_ops:
+            owners = {id(ops.owner): ops.owner for _, ops in self.device_ops}
+            if len(owners) > 1:
+                raise ValueError("operations left on more than one device backend")
+            owner = next(iter(owners.values()))
+            code, length = owner.place_ops(self.device_ops, offsets, total)
+        else:
+            code = np.empty(total, np.uint8)
+            length = np.empty(total, np.int32)
         for pos, src_off, src_code, src_len in self.ops:
             batch_ops.scatter_runs(src_off, pos, offsets, src_code, src_len, code, length)
         self.ops = []
+        self.device_ops = []
         return PairBatch(**self.cols, op_offsets=offsets, op_code=code, op_len=length)
 
 

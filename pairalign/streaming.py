@@ -19,7 +19,7 @@ import numpy as np
 from .engine import (_NUMBA, DEFAULT_MAX_MEMORY, assemble, iter_windows, pair_rank,
                      placement)
 from .job import Job
-from .pairs import PairBatch
+from .pairs import PairBatch, on_host
 
 #: Bytes of results held per pair, besides its operations (a rough measure).
 PAIR_BYTES = 64
@@ -58,13 +58,15 @@ def in_input_order(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
         Where the temporary folder goes (the system's temporary folder by default).
     """
     bucket_bytes = bucket_bytes or max(max_memory // 4, 1)
+    # while the results fit, each window's pairs also go into place as it
+    # comes (overlapping the windows still running), operations left on the
+    # device where it can; past the budget, buckets
+    place = placement(job) if PAIR_BYTES * job.pairs <= bucket_bytes else None
     windows = iter_windows(job, backend, max_memory=max_memory, width=width,
-                           progress=progress, client=client, timings=timings)
+                           progress=progress, client=client, timings=timings,
+                           device_ops=place is not None)
     held: list[PairBatch] = []
     size = 0
-    # while the results fit, each window's pairs also go into place as it
-    # comes (overlapping the windows still running); past the budget, buckets
-    place = placement(job) if PAIR_BYTES * job.pairs <= bucket_bytes else None
     for batch in windows:
         held.append(batch)
         size += batch.nbytes
@@ -88,6 +90,7 @@ def in_input_order(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
     with tempfile.TemporaryDirectory(prefix="pairalign-", dir=spill_dir) as tmp:
         pieces: list[list[Path]] = [[] for _ in range(buckets)]
         for batch in itertools.chain(held, windows):
+            batch = on_host(batch)
             rank = pair_rank(job, batch)
             bucket = rank // span
             order = np.argsort(bucket, kind="stable")

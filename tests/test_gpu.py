@@ -177,6 +177,40 @@ def test_downloads_pinned_or_not(data_dir, monkeypatch, traceback, pinned, stagi
     assert_same(cpu, gpu)
 
 
+@pytest.mark.parametrize("mode", ["global", "local"])
+@pytest.mark.parametrize("kept,share", [(True, 0.1), (True, 1e-7), (False, 0.1)])
+def test_operations_placed_on_the_device_or_the_host(data_dir, monkeypatch, mode, kept, share):
+    """Every window's operations left on the device and placed there at the
+    end, some of them (the share of memory for them runs out), or none."""
+    monkeypatch.setattr(gpu_backend, "DEVICE_PLACEMENT", kept)
+    monkeypatch.setattr(gpu_backend, "DEVICE_OPS_SHARE", share)
+    cpu, gpu = both(data_dir / "adeno_fiber.faa", mode=mode, traceback=True, window=32)
+    assert_same(cpu, gpu)
+
+
+def test_streamed_results_spill_with_operations_on_the_device(data_dir):
+    """Results held in place with their operations on the device until they
+    outgrow the budget: the held windows and the later ones come to the host
+    for the buckets, and the parts are the CPU's pairs in input order."""
+    from pairalign.api import _job, make_scoring
+    from pairalign.engine import run_job
+    from pairalign.pairs import PairBatch
+    from pairalign.streaming import PAIR_BYTES, in_input_order
+
+    recs = pairalign.read_sequences(data_dir / "adeno_fiber.faa")
+    scoring = make_scoring(recs.alphabet)
+    cpu_be, job = _job(recs, None, "global", scoring, True, "cpu", None, None)
+    ref = run_job(job, cpu_be)
+    budget = int(ref.nbytes / 1.5)
+    assert PAIR_BYTES * len(ref) <= budget < ref.nbytes  # placed at first, then spilled
+    gpu_be, gjob = _job(recs, None, "global", scoring, True, "gpu", None, None)
+    parts = list(in_input_order(gjob, gpu_be, bucket_bytes=budget, width=32))
+    assert len(parts) >= 2
+    whole = PairBatch.concat(parts)
+    for name in FIELDS:
+        assert np.array_equal(getattr(whole, name), getattr(ref, name)), name
+
+
 @pytest.mark.parametrize("mode", ["global", "semiglobal", "local"])
 @pytest.mark.parametrize("traceback", [True, False])
 def test_dna_genes(data_dir, mode, traceback):

@@ -99,6 +99,67 @@ def test_placement_rebuilds_a_batch_from_shuffled_pieces(recs):
         assert np.array_equal(getattr(ref, name), getattr(got, name)), name
 
 
+class _HostArray(np.ndarray):
+    """Stands for a device array: ``get()`` copies it to the host."""
+
+    def get(self):
+        return np.array(self)
+
+
+class _FakeDevice:
+    """A device backend's ``place_ops``, in numpy: every pair's operations at
+    its rank's offset, the rest of the arrays left as they come (the
+    placement fills them)."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def place_ops(self, entries, offsets, total):
+        self.calls += 1
+        code, length = np.full(total, 255, np.uint8), np.full(total, -1, np.int32)
+        for pos, ops in entries:
+            for k, p in enumerate(pos):
+                s, e = ops.offsets[k], ops.offsets[k + 1]
+                code[offsets[p]:offsets[p] + e - s] = ops.code[s:e]
+                length[offsets[p]:offsets[p] + e - s] = ops.length[s:e]
+        return code, length
+
+
+def test_placement_takes_operations_left_on_a_device(recs):
+    """Pieces whose operations stayed on a device beside pieces on the host,
+    shuffled: one call places the device's, the host's go in after, and a
+    device piece brought to the host (``on_host``) or sized (``nbytes``)
+    is the host piece it stands for."""
+    from pairalign.engine import placement
+    from pairalign.pairs import DeviceOps, DevicePairBatch, on_host
+
+    be, job = _job(recs, None, "local", make_scoring(recs.alphabet), True, "cpu", None, None)
+    ref = run_job(job, be)
+    rng = np.random.default_rng(8)
+    perm = rng.permutation(len(ref))
+    cuts = np.sort(rng.choice(np.arange(1, len(ref)), 7, replace=False))
+    device = _FakeDevice()
+    place = placement(job)
+    for k, piece in enumerate(np.split(perm, cuts)):
+        part = ref.take(piece)
+        if k % 2:
+            ops = DeviceOps(device, part.op_offsets.view(_HostArray),
+                            part.op_code.view(_HostArray), part.op_len.view(_HostArray))
+            cols = {name: getattr(part, name) for name in ref.__dataclass_fields__}
+            cols |= {"op_code": np.zeros(0, np.uint8), "op_len": np.zeros(0, np.int32)}
+            kept = DevicePairBatch(**cols, device_ops=ops)
+            assert kept.nbytes == part.nbytes
+            back = on_host(kept)
+            for name in ref.__dataclass_fields__:
+                assert np.array_equal(getattr(back, name), getattr(part, name)), name
+            part = kept
+        place.add(part)
+    got = place.finish()
+    assert device.calls == 1
+    for name in ref.__dataclass_fields__:
+        assert np.array_equal(getattr(ref, name), getattr(got, name)), name
+
+
 @pytest.mark.parametrize("n", [0, 1, 255, 256, 257, 100_003])
 def test_prefix_sums_match_numpy(n):
     """The parallel offsets of Placement.finish, pieces ragged or empty."""

@@ -1257,3 +1257,22 @@ compact_ops(
         out_len[d + x] = len[s + x];
     }
 }
+
+// A window's compacted operations (window order, src_off: npairs + 1 entries)
+// to their places among every pair of a job in input order: pair p at the
+// final offset of its rank pos[p] (dst_off); a warp a pair.
+extern "C" __global__ void __launch_bounds__(256)
+place_ops(
+     const long long* __restrict__ src_off, const long long* __restrict__ pos,
+     const long long* __restrict__ dst_off, const int npairs,
+     const unsigned char* __restrict__ code, const int* __restrict__ len,
+     unsigned char* __restrict__ out_code, int* __restrict__ out_len)
+{
+    const long long p = ((long long)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    if (p >= npairs) return;
+    const long long s = src_off[p], k = src_off[p + 1] - s, d = dst_off[pos[p]];
+    for (long long x = threadIdx.x % 32; x < k; x += 32) {
+        out_code[d + x] = code[s + x];
+        out_len[d + x] = len[s + x];
+    }
+}

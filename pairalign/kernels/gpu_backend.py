@@ -11,7 +11,7 @@ from typing import Iterable, Iterator
 import numpy as np
 
 from ..job import Job
-from ..pairs import PairBatch, _offsets
+from ..pairs import DeviceOps, DevicePairBatch, PairBatch, _offsets
 from ..scheduler.windows import BLOCK, Window
 from .gpu_layout import (STRIPE, JobLengths, LayoutPlan, band_words, plan_window,
                          stride2_prefix)
@@ -86,6 +86,13 @@ STAGING_BYTES = 64 << 20
 #: runs with traceback back (0.28 s of a 0.70 s run, 2e11 cells on the H100).
 COPY_THREADS = 8
 COPY_PIECE = 4 << 20
+#: With traceback, a run that asks (``keep_ops_on_device``: the engine's
+#: placement in input order) leaves each window's compacted operations on the
+#: device, up to DEVICE_OPS_SHARE of its free memory, and they are placed
+#: there and downloaded once at the end (``place_ops``), instead of each
+#: window's downloaded and all scattered on the host after the last.
+DEVICE_PLACEMENT = True
+DEVICE_OPS_SHARE = 0.1
 #: Extra preprocessor definitions for ``align.cu`` (in-process A/B of kernel
 #: variants: benchmarks/kernel_ab.py).
 DEFINES: tuple[str, ...] = ()
@@ -241,6 +248,8 @@ class GPUBackend:
         self._slot_floor: tuple = (None, 0)  # (job, bytes): see _slot_memory
         self._slot_free: dict = {}  # stream -> event: its slot's results copied out
         self._origin = None
+        self._keep = 0  # bytes of operations a run may leave on the device
+        self._kept = 0
         self.timings: dict[str, float] = {}
 
     def describe(self) -> str:
@@ -521,6 +530,39 @@ class GPUBackend:
     def _add(self, key: str, value: float) -> None:
         self.timings[key] = self.timings.get(key, 0.0) + value
 
+    # operations left on the device ----------------------------------------
+    def keep_ops_on_device(self, on: bool) -> None:
+        """From the next window on, leave each window's operations on the
+        device (batches are :class:`~pairalign.pairs.DevicePairBatch`), up
+        to DEVICE_OPS_SHARE of its free memory, or (``on`` False) not."""
+        self._keep = int(self.free_memory() * DEVICE_OPS_SHARE) if on and DEVICE_PLACEMENT else 0
+        self._kept = 0
+
+    def place_ops(self, entries: list, offsets: np.ndarray, total: int):
+        """The operations of every pair of a job in input order, on the host:
+        ``(code, length)`` of ``total`` entries, with those of ``entries``
+        (``(ranks, DeviceOps)`` of this backend's windows; ``offsets`` the
+        job's, ``len(pairs) + 1``) in place: placed on the device
+        (``place_ops``), then downloaded at once. The other pairs' entries
+        are left for the caller to fill."""
+        cp = self.cp
+        mod = next(iter(self._modules.values()))  # the run's: every module has the kernel
+        t = time.perf_counter()
+        with self.device, self._host_stream():
+            dst_off = cp.asarray(offsets)
+            code = cp.empty(total, cp.uint8)
+            length = cp.empty(total, cp.int32)
+            for pos, ops in entries:
+                n = len(pos)
+                if n:
+                    mod.get_function("place_ops")(
+                        (-(-n * 32 // THREADS),), (THREADS,),
+                        (ops.offsets, cp.asarray(pos), dst_off, np.int32(n), ops.code,
+                         ops.length, code, length))
+            got = self._download([code, length])
+        self._add("place", time.perf_counter() - t)
+        return got[0], got[1]
+
     # running --------------------------------------------------------------
     def prepare(self, job: Job) -> dict:
         return self._state(job)
@@ -789,7 +831,7 @@ class GPUBackend:
                      np.int32(tb), qb, h["ei"], tb_, h["ej"], out["query"], out["target"],
                      oqb, out["ei"], otb, out["ej"], flip))
             arrays = [out[k] for k in names]
-            offs_h = None
+            offs_h = kept = None
             if tb:
                 # the operations, squeezed from their slots (bound n + m a pair)
                 t_ops = time.perf_counter()
@@ -803,13 +845,18 @@ class GPUBackend:
                         (-(-npairs * 32 // THREADS),), (THREADS,),
                         (h["off"], offs, np.int32(npairs), h["code"], h["len"], flip, code,
                          length))
-                arrays += [code, length]
+                size = offs.nbytes + code.nbytes + length.nbytes
+                if self._kept + size <= self._keep:
+                    kept = DeviceOps(self, offs, code, length)
+                    self._kept += size
+                else:
+                    arrays += [code, length]
                 self._add("compact", time.perf_counter() - t_ops)
             freed = cp.cuda.Event()
             freed.record(host)
             self._slot_free[h["stream"]] = freed
         self._add("download", time.perf_counter() - t_host)
-        return {"h": h, "arrays": arrays, "offs": offs_h}
+        return {"h": h, "arrays": arrays, "offs": offs_h, "kept": kept}
 
     def _fetch(self, job: Job, done: dict) -> PairBatch:
         """Bring a detached window's results (:meth:`_detach`) to the host."""
@@ -822,16 +869,22 @@ class GPUBackend:
                 got = self._download(arrays)
             else:
                 got = [a.get() for a in arrays]
-            if job.traceback:
+            kept = done["kept"]
+            if kept is not None:
+                qb_h, tb_h, ident_h, alen_h = got[5:]
+                code_h, len_h = np.zeros(0, np.uint8), np.zeros(0, np.int32)
+            elif job.traceback:
                 qb_h, tb_h, ident_h, alen_h, code_h, len_h = got[5:]
             else:
                 qb_h = tb_h = ident_h = alen_h = self._constant(npairs, -1, np.int32)
                 offs_h = self._constant(npairs + 1, 0, np.int64)
                 code_h, len_h = np.zeros(0, np.uint8), np.zeros(0, np.int32)
-            batch = PairBatch(query=got[0], target=got[1], score=got[2], query_begin=qb_h,
-                              query_end=got[3], target_begin=tb_h, target_end=got[4],
-                              identities=ident_h, length=alen_h, op_offsets=offs_h,
-                              op_code=code_h, op_len=len_h)
+            cols = dict(query=got[0], target=got[1], score=got[2], query_begin=qb_h,
+                        query_end=got[3], target_begin=tb_h, target_end=got[4],
+                        identities=ident_h, length=alen_h, op_offsets=offs_h,
+                        op_code=code_h, op_len=len_h)
+            batch = (PairBatch(**cols) if kept is None
+                     else DevicePairBatch(**cols, device_ops=kept))
         ev = h["ev"]
         self._add("download", time.perf_counter() - t_host)
         self._add("setup", cp.cuda.get_elapsed_time(ev[3], ev[0]) / 1e3)
