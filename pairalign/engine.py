@@ -177,7 +177,7 @@ def _in_input_order(job: Job, batch: PairBatch) -> PairBatch:
 
 def placement(job: Job) -> Placement:
     """An empty :class:`~pairalign.pairs.Placement` for the pairs of ``job``."""
-    return Placement(len(job.rows), None if job.triangle else len(job.cols))
+    return Placement(len(job.rows), None if job.triangle else len(job.cols), job.traceback)
 
 
 def assemble(job: Job, batches: Iterable[PairBatch], spent: dict | None = None) -> PairBatch:

@@ -193,12 +193,15 @@ class Placement:
     sequences (upper triangle, row-major). Columns are placed as batches arrive
     (one parallel pass each, the GIL released); operations once all are in
     (their offsets follow from every pair's count). Every pair must come
-    exactly once. Numba-parallel: hold the caller's guard where worker threads
-    run numba too.
+    exactly once, so the query and target at each rank are known and written
+    at the end, not placed; without ``traceback`` only the scores and ends
+    are placed (the batches' begins, identities and lengths are -1). Numba-
+    parallel: hold the caller's guard where worker threads run numba too.
     """
 
-    def __init__(self, rows: int, cols: int | None = None) -> None:
+    def __init__(self, rows: int, cols: int | None = None, traceback: bool = True) -> None:
         self.n = rows
+        self.traceback = traceback
         self.triangle = cols is None
         self.ncols = rows if cols is None else cols
         total = rows * (rows - 1) // 2 if cols is None else rows * cols
@@ -215,9 +218,9 @@ class Placement:
 
         pos = np.empty(len(batch), np.int64)
         c = self.cols
-        batch_ops.place(self.n, self.ncols, self.triangle,
+        batch_ops.place(self.n, self.ncols, self.triangle, self.traceback,
                         *(getattr(batch, k) for k in _COLUMNS), batch.op_offsets,
-                        *(c[k] for k in _COLUMNS), self.counts, pos)
+                        *(c[k] for k in _COLUMNS[2:]), self.counts, pos)
         device = getattr(batch, "device_ops", None)
         if device is not None:
             self.device_ops.append((pos, device))
@@ -231,6 +234,11 @@ class Placement:
         ones), the others are placed on the host after it."""
         from .kernels import batch_ops
 
+        c = self.cols
+        batch_ops.pair_indices(self.n, self.ncols, self.triangle, c["query"], c["target"])
+        if not self.traceback:
+            for k in ("query_begin", "target_begin", "identities", "length"):
+                batch_ops.fill(c[k], c[k].dtype.type(-1))
         if not self.ops and not self.device_ops:  # score only: no pass over the counts
             return PairBatch(**self.cols, op_offsets=np.zeros(len(self.counts) + 1, np.int64),
                              op_code=np.zeros(0, np.uint8), op_len=np.zeros(0, np.int32))

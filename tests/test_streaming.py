@@ -82,12 +82,23 @@ def test_iter_all_reports_predicted_and_measured(recs):
     assert "measured" in format_run_report(timings)
 
 
-def test_placement_rebuilds_a_batch_from_shuffled_pieces(recs):
-    """Pieces of a batch, shuffled and cut anywhere, placed back by position."""
+@pytest.mark.parametrize("traceback", [True, False])
+@pytest.mark.parametrize("targets", [False, True])
+def test_placement_rebuilds_a_batch_from_shuffled_pieces(recs, traceback, targets):
+    """Pieces of a batch, shuffled and cut anywhere, placed back by position
+    (all-vs-all or queries against targets, with traceback or scores only);
+    the indices every pair gets are those of input order, row-major."""
     from pairalign.engine import placement
 
-    be, job = _job(recs, None, "local", make_scoring(recs.alphabet), True, "cpu", None, None)
+    other = (pairalign.sequences.records_from_python(recs.sequences[:23], ids=recs.ids[:23])
+             if targets else None)
+    be, job = _job(recs, other, "local", make_scoring(recs.alphabet), traceback, "cpu", None,
+                   None)
     ref = run_job(job, be)
+    q, t = (np.divmod(np.arange(70 * 23), 23) if targets else np.triu_indices(70, 1))
+    assert np.array_equal(ref.query, q) and np.array_equal(ref.target, t)
+    if not traceback:
+        assert (ref.query_begin == -1).all() and (ref.length == -1).all()
     rng = np.random.default_rng(5)
     perm = rng.permutation(len(ref))
     cuts = np.sort(rng.choice(np.arange(1, len(ref)), 6, replace=False))
@@ -158,6 +169,17 @@ def test_placement_takes_operations_left_on_a_device(recs):
     assert device.calls == 1
     for name in ref.__dataclass_fields__:
         assert np.array_equal(getattr(ref, name), getattr(got, name)), name
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 8, 9])
+@pytest.mark.parametrize("ncols", [None, 1, 4])
+def test_pair_indices_enumerate_input_order(n, ncols):
+    from pairalign.kernels.batch_ops import pair_indices
+
+    q, t = np.triu_indices(n, 1) if ncols is None else np.divmod(np.arange(n * ncols), ncols)
+    got_q, got_t = np.full(len(q), -9, np.int64), np.full(len(q), -9, np.int64)
+    pair_indices(n, ncols or n, ncols is None, got_q, got_t)
+    assert np.array_equal(got_q, q) and np.array_equal(got_t, t)
 
 
 @pytest.mark.parametrize("n", [0, 1, 255, 256, 257, 100_003])

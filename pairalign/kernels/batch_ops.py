@@ -16,23 +16,57 @@ drop_stale()
 
 
 @njit(cache=True, parallel=True, nogil=True, boundscheck=False)
-def place(n, ncols, triangle, q, t, score, qb, qe, tb, te, ident, length, op_off,
-          o_q, o_t, o_score, o_qb, o_qe, o_tb, o_te, o_ident, o_length, counts, pos):
+def place(n, ncols, triangle, traceback, q, t, score, qb, qe, tb, te, ident, length, op_off,
+          o_score, o_qb, o_qe, o_tb, o_te, o_ident, o_length, counts, pos):
+    """Each pair's columns at its rank (``pos``); without ``traceback`` only
+    the score and the ends (the rest is -1 and no operations). The indices
+    follow from the rank: :func:`pair_indices`."""
     for k in prange(q.shape[0]):
         a = q[k]
         b = t[k]
         p = a * (2 * n - a - 1) // 2 + (b - a - 1) if triangle else a * ncols + b
         pos[k] = p
-        o_q[p] = a
-        o_t[p] = b
         o_score[p] = score[k]
-        o_qb[p] = qb[k]
         o_qe[p] = qe[k]
-        o_tb[p] = tb[k]
         o_te[p] = te[k]
-        o_ident[p] = ident[k]
-        o_length[p] = length[k]
-        counts[p] = op_off[k + 1] - op_off[k]
+        if traceback:
+            o_qb[p] = qb[k]
+            o_tb[p] = tb[k]
+            o_ident[p] = ident[k]
+            o_length[p] = length[k]
+            counts[p] = op_off[k + 1] - op_off[k]
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
+def _row_indices(a, n, ncols, triangle, o_q, o_t):
+    if triangle:
+        start = a * (2 * n - a - 1) // 2 - a - 1  # pair (a, b) at start + b
+        for b in range(a + 1, n):
+            o_q[start + b] = a
+            o_t[start + b] = b
+    else:
+        for b in range(ncols):
+            o_q[a * ncols + b] = a
+            o_t[a * ncols + b] = b
+
+
+@njit(cache=True, parallel=True, nogil=True, boundscheck=False)
+def pair_indices(n, ncols, triangle, o_q, o_t):
+    """Query and target of every pair in input order: ``q < t`` row-major
+    (``triangle``, ``n`` sequences) or every ``(q, t)`` of ``n`` x ``ncols``.
+    Rows ``i`` and ``n - 1 - i`` go to one iteration, so that the threads'
+    shares of a triangle are even."""
+    for i in prange((n + 1) // 2):
+        _row_indices(i, n, ncols, triangle, o_q, o_t)
+        if n - 1 - i != i:
+            _row_indices(n - 1 - i, n, ncols, triangle, o_q, o_t)
+
+
+@njit(cache=True, parallel=True, nogil=True, boundscheck=False)
+def fill(out, value):
+    """``out[:] = value`` on every thread (numpy's is one)."""
+    for k in prange(out.shape[0]):
+        out[k] = value
 
 
 @njit(cache=True, parallel=True, nogil=True, boundscheck=False)
