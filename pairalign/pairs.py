@@ -194,8 +194,9 @@ class Placement:
     (one parallel pass each, the GIL released); operations once all are in
     (their offsets follow from every pair's count). Every pair must come
     exactly once, so the query and target at each rank are known and written
-    at the end, not placed; without ``traceback`` only the scores and ends
-    are placed (the batches' begins, identities and lengths are -1). Numba-
+    once, with the first batch, not placed; without ``traceback`` only the
+    scores and ends are placed (the batches' begins, identities and lengths
+    are -1, written once too). Numba-
     parallel: hold the caller's guard where worker threads run numba too.
     """
 
@@ -208,14 +209,32 @@ class Placement:
         template = PairBatch.empty()
         self.cols = {name: np.empty(total, getattr(template, name).dtype) for name in _COLUMNS}
         self.counts = np.zeros(total, np.int64)
+        self._known = False
         self.ops: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         #: (ranks, DeviceOps) of batches whose operations are on a device
         self.device_ops: list[tuple[np.ndarray, DeviceOps]] = []
+
+    def _known_columns(self) -> None:
+        """The columns that need no batch: the indices of each rank, and the
+        -1 columns without traceback. Written at the first batch, while the
+        windows after it run (where the main thread has time to spare: at
+        the end of a large run it does not)."""
+        from .kernels import batch_ops
+
+        if self._known:
+            return
+        self._known = True
+        c = self.cols
+        batch_ops.pair_indices(self.n, self.ncols, self.triangle, c["query"], c["target"])
+        if not self.traceback:
+            for k in ("query_begin", "target_begin", "identities", "length"):
+                batch_ops.fill(c[k], c[k].dtype.type(-1))
 
     def add(self, batch: PairBatch) -> None:
         """Put ``batch``'s pairs (input indices) in place."""
         from .kernels import batch_ops
 
+        self._known_columns()
         pos = np.empty(len(batch), np.int64)
         c = self.cols
         batch_ops.place(self.n, self.ncols, self.triangle, self.traceback,
@@ -234,11 +253,7 @@ class Placement:
         ones), the others are placed on the host after it."""
         from .kernels import batch_ops
 
-        c = self.cols
-        batch_ops.pair_indices(self.n, self.ncols, self.triangle, c["query"], c["target"])
-        if not self.traceback:
-            for k in ("query_begin", "target_begin", "identities", "length"):
-                batch_ops.fill(c[k], c[k].dtype.type(-1))
+        self._known_columns()
         if not self.ops and not self.device_ops:  # score only: no pass over the counts
             return PairBatch(**self.cols, op_offsets=np.zeros(len(self.counts) + 1, np.int64),
                              op_code=np.zeros(0, np.uint8), op_len=np.zeros(0, np.int32))
