@@ -1276,3 +1276,16 @@ place_ops(
         out_len[d + x] = len[s + x];
     }
 }
+
+// Each pair's rank in input order (engine.pair_rank on the device): row-major
+// q * ncols + t, or for all-vs-all (triangle) the upper triangle's q < t of n.
+extern "C" __global__ void __launch_bounds__(256)
+pair_ranks(
+     const long long* __restrict__ q, const long long* __restrict__ t, const int npairs,
+     const long long n, const long long ncols, const int triangle, long long* __restrict__ out)
+{
+    const int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >= npairs) return;
+    const long long a = q[p], b = t[p];
+    out[p] = triangle ? a * (2 * n - a - 1) / 2 + (b - a - 1) : a * ncols + b;
+}

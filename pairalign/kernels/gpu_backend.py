@@ -541,10 +541,10 @@ class GPUBackend:
     def place_ops(self, entries: list, offsets: np.ndarray, total: int):
         """The operations of every pair of a job in input order, on the host:
         ``(code, length)`` of ``total`` entries, with those of ``entries``
-        (``(ranks, DeviceOps)`` of this backend's windows; ``offsets`` the
-        job's, ``len(pairs) + 1``) in place: placed on the device
-        (``place_ops``), then downloaded at once. The other pairs' entries
-        are left for the caller to fill."""
+        (``(ranks, DeviceOps)`` of this backend's windows, their ranks on
+        the device too; ``offsets`` the job's, ``len(pairs) + 1``) in place:
+        placed on the device (``place_ops``), then downloaded at once. The
+        other pairs' entries are left for the caller to fill."""
         cp = self.cp
         mod = next(iter(self._modules.values()))  # the run's: every module has the kernel
         t = time.perf_counter()
@@ -557,8 +557,8 @@ class GPUBackend:
                 if n:
                     mod.get_function("place_ops")(
                         (-(-n * 32 // THREADS),), (THREADS,),
-                        (ops.offsets, cp.asarray(pos), dst_off, np.int32(n), ops.code,
-                         ops.length, code, length))
+                        (ops.offsets, cp.asarray(pos) if ops.ranks is None else ops.ranks,
+                         dst_off, np.int32(n), ops.code, ops.length, code, length))
             got = self._download([code, length])
         self._add("place", time.perf_counter() - t)
         return got[0], got[1]
@@ -845,9 +845,17 @@ class GPUBackend:
                         (-(-npairs * 32 // THREADS),), (THREADS,),
                         (h["off"], offs, np.int32(npairs), h["code"], h["len"], flip, code,
                          length))
-                size = offs.nbytes + code.nbytes + length.nbytes
+                size = offs.nbytes + code.nbytes + length.nbytes + 8 * npairs
                 if self._kept + size <= self._keep:
-                    kept = DeviceOps(self, offs, code, length)
+                    ranks = cp.empty(npairs, cp.int64)
+                    if npairs:
+                        n = len(job.rows)
+                        h["mod"].get_function("pair_ranks")(
+                            (-(-npairs // THREADS),), (THREADS,),
+                            (out["query"], out["target"], np.int32(npairs), np.int64(n),
+                             np.int64(n if job.triangle else len(job.cols)),
+                             np.int32(job.triangle), ranks))
+                    kept = DeviceOps(self, offs, code, length, ranks)
                     self._kept += size
                 else:
                     arrays += [code, length]
