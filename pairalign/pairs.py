@@ -245,7 +245,7 @@ class Placement:
         device = getattr(batch, "device_ops", None)
         if device is not None:
             self.device_ops.append((pos, device))
-        elif len(batch.op_code):
+        elif self.traceback and len(batch.op_code):
             self.ops.append((pos, batch.op_offsets, batch.op_code, batch.op_len))
 
     def finish(self) -> PairBatch:
