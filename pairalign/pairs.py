@@ -198,8 +198,8 @@ class Placement:
     exactly once, so the query and target at each rank are known and written
     once, with the first batch, not placed; without ``traceback`` only the
     scores and ends are placed (the batches' begins, identities and lengths
-    are -1, written once too). Numba-
-    parallel: hold the caller's guard where worker threads run numba too.
+    are -1, written once too). Numba-parallel: hold the caller's guard where
+    worker threads run numba too.
     """
 
     def __init__(self, rows: int, cols: int | None = None, traceback: bool = True) -> None:
