@@ -140,15 +140,15 @@ class DeviceOps:
 
     ``offsets`` (``npairs + 1``), ``code`` and ``length`` are the device
     arrays of the window's pairs in batch order, as :class:`PairBatch` holds
-    them on the host; ``ranks``, if the device has them, each pair's rank in
-    input order; ``owner`` is the backend that made them.
+    them on the host, and ``ranks`` each pair's rank in input order (on the
+    device too); ``owner`` is the backend that made them.
     """
 
     owner: object
     offsets: object
     code: object
     length: object
-    ranks: object = None
+    ranks: object
 
     def on_host(self) -> tuple[np.ndarray, np.ndarray]:
         """``(code, length)`` copied to the host."""

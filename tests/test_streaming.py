@@ -119,8 +119,8 @@ class _HostArray(np.ndarray):
 
 class _FakeDevice:
     """A device backend's ``place_ops``, in numpy: every pair's operations at
-    its rank's offset, the rest of the arrays left as they come (the
-    placement fills them)."""
+    the offset of the rank its batch brings (the placement's own, checked),
+    the rest of the arrays left as they come (the placement fills them)."""
 
     def __init__(self):
         self.calls = 0
@@ -129,7 +129,8 @@ class _FakeDevice:
         self.calls += 1
         code, length = np.full(total, 255, np.uint8), np.full(total, -1, np.int32)
         for pos, ops in entries:
-            for k, p in enumerate(pos):
+            assert np.array_equal(ops.ranks.get(), pos)
+            for k, p in enumerate(ops.ranks.get()):
                 s, e = ops.offsets[k], ops.offsets[k + 1]
                 code[offsets[p]:offsets[p] + e - s] = ops.code[s:e]
                 length[offsets[p]:offsets[p] + e - s] = ops.length[s:e]
@@ -155,7 +156,8 @@ def test_placement_takes_operations_left_on_a_device(recs):
         part = ref.take(piece)
         if k % 2:
             ops = DeviceOps(device, part.op_offsets.view(_HostArray),
-                            part.op_code.view(_HostArray), part.op_len.view(_HostArray))
+                            part.op_code.view(_HostArray), part.op_len.view(_HostArray),
+                            piece.view(_HostArray))  # ref is in input order: ranks
             cols = {name: getattr(part, name) for name in ref.__dataclass_fields__}
             cols |= {"op_code": np.zeros(0, np.uint8), "op_len": np.zeros(0, np.int32)}
             kept = DevicePairBatch(**cols, device_ops=ops)

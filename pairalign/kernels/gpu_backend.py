@@ -541,10 +541,11 @@ class GPUBackend:
     def place_ops(self, entries: list, offsets: np.ndarray, total: int):
         """The operations of every pair of a job in input order, on the host:
         ``(code, length)`` of ``total`` entries, with those of ``entries``
-        (``(ranks, DeviceOps)`` of this backend's windows, their ranks on
-        the device too; ``offsets`` the job's, ``len(pairs) + 1``) in place:
-        placed on the device (``place_ops``), then downloaded at once. The
-        other pairs' entries are left for the caller to fill."""
+        (``(ranks, DeviceOps)`` of this backend's windows: the placement's
+        ranks on the host, the same as the ones the DeviceOps hold on the
+        device; ``offsets`` the job's, ``len(pairs) + 1``) in place: placed
+        on the device (``place_ops``), then downloaded at once. The other
+        pairs' entries are left for the caller to fill."""
         cp = self.cp
         mod = next(iter(self._modules.values()))  # the run's: every module has the kernel
         t = time.perf_counter()
@@ -557,8 +558,8 @@ class GPUBackend:
                 if n:
                     mod.get_function("place_ops")(
                         (-(-n * 32 // THREADS),), (THREADS,),
-                        (ops.offsets, cp.asarray(pos) if ops.ranks is None else ops.ranks,
-                         dst_off, np.int32(n), ops.code, ops.length, code, length))
+                        (ops.offsets, ops.ranks, dst_off, np.int32(n), ops.code,
+                         ops.length, code, length))
             got = self._download([code, length])
         self._add("place", time.perf_counter() - t)
         return got[0], got[1]
