@@ -90,20 +90,26 @@ def warp_sequences():
             for k, n in enumerate(lengths)]
 
 
-def pack_every_pair(monkeypatch, rows, group, tb_rows, tb_group):
+def pack_every_pair(monkeypatch, rows, group, tb_rows, tb_group, threads=None,
+                    tb_threads=None):
     """Every pair on the packed kernel (no wide threshold), at ``rows`` rows a
     lane in groups of ``group`` lanes (``tb_rows``, ``tb_group`` with
-    traceback) in every mode."""
+    traceback) in every mode, in blocks of ``threads`` (``tb_threads``) where
+    given."""
     monkeypatch.setattr(gpu_backend, "WIDE_STEPS", 0)
     monkeypatch.setattr(gpu_backend, "WIDE_STEPS_SCORE_ONLY", 0)
     monkeypatch.setattr(gpu_backend, "PACK_SHAPES",
                         dict.fromkeys(("global", "semiglobal", "local"), (rows, group)))
     monkeypatch.setattr(gpu_backend, "PACK_ROWS_TRACEBACK", tb_rows)
     monkeypatch.setattr(gpu_backend, "PACK_GROUP_TRACEBACK", tb_group)
+    for name, value in (("PACK_THREADS", threads), ("PACK_THREADS_TRACEBACK", tb_threads)):
+        if value is not None:
+            monkeypatch.setattr(gpu_backend, name, value)
 
 
 @pytest.mark.parametrize("traceback", [True, False])
-@pytest.mark.parametrize("rows,group,tb_rows,tb_group", [(32, 4, 16, 8), (16, 8, 8, 8)])
+@pytest.mark.parametrize("rows,group,tb_rows,tb_group", [(32, 4, 16, 8), (16, 8, 8, 8),
+                                                         (32, 4, 32, 4)])
 def test_query_couples_in_every_mode_they_take(monkeypatch, traceback, rows, group, tb_rows,
                                                tb_group):
     """Every pair packed, query couples wherever two queries pack a target, in
@@ -124,13 +130,16 @@ def test_query_couples_in_every_mode_they_take(monkeypatch, traceback, rows, gro
         assert_same(cpu, gpu)
 
 
-@pytest.mark.parametrize("rows,group,tb_rows,tb_group", [
-    (8, 32, 8, 32), (8, 8, 16, 16), (16, 16, 8, 4), (16, 4, 16, 32), (32, 4, 16, 8),
-    (32, 8, 8, 8)])
-def test_packed_kernel_shapes(monkeypatch, rows, group, tb_rows, tb_group):
+@pytest.mark.parametrize("rows,group,tb_rows,tb_group,threads,tb_threads", [
+    (8, 32, 8, 32, 256, 256), (8, 8, 16, 16, 256, 256), (16, 16, 8, 4, 256, 256),
+    (16, 4, 16, 32, 256, 256), (32, 4, 16, 8, 256, 256), (32, 8, 8, 8, 256, 256),
+    (16, 8, 32, 4, 128, 128), (32, 4, 32, 8, 64, 256), (32, 4, 32, 16, 256, 64)])
+def test_packed_kernel_shapes(monkeypatch, rows, group, tb_rows, tb_group, threads,
+                              tb_threads):
     """Every pair packed, in each shape the packed kernel takes: rows a lane,
-    lanes a group without traceback and with (the couples' word layout)."""
-    pack_every_pair(monkeypatch, rows, group, tb_rows, tb_group)
+    lanes a group without traceback and with (the couples' word layout), and
+    threads a block."""
+    pack_every_pair(monkeypatch, rows, group, tb_rows, tb_group, threads, tb_threads)
     seqs = warp_sequences()
     for mode in ("global", "semiglobal", "local"):
         for traceback in (True, False):
@@ -139,7 +148,8 @@ def test_packed_kernel_shapes(monkeypatch, rows, group, tb_rows, tb_group):
 
 
 @pytest.mark.parametrize("traceback", [True, False])
-@pytest.mark.parametrize("rows,group,tb_rows,tb_group", [(32, 4, 16, 8), (8, 8, 8, 8)])
+@pytest.mark.parametrize("rows,group,tb_rows,tb_group", [(32, 4, 16, 8), (8, 8, 8, 8),
+                                                         (32, 4, 32, 4)])
 def test_local_end_cell_ties(monkeypatch, traceback, rows, group, tb_rows, tb_group):
     """Local end cells where a column's maximum lies in many rows at once
     (repeats, homopolymers, a motif in several copies): the packed kernel

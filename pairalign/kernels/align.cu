@@ -88,11 +88,21 @@
 #define PACK_TB_ROWS 8
 #endif
 #define TB_STRIPES (PACK_TB_ROWS / STRIPE)  // stripes a lane of the packed kernel
-// The packed kernel's blocks a SM with traceback: 16 rows a lane take 104-110
-// registers at 2 and spill 36-60 bytes at 3 (80 registers), and run a little
-// faster at 2 (NOTES.md, v12); 8 rows take 80 at 3 without spills.
+// The packed kernel's threads a block, score-only and with traceback (the
+// host passes gpu_backend.PACK_THREADS and PACK_THREADS_TRACEBACK), and its
+// blocks a SM: with traceback 16 rows a lane take 104-110 registers at 512
+// threads a SM and spill 36-60 bytes at 768 (80 registers), and run a little
+// faster at 512 (NOTES.md, v12); 8 rows take 80 at 768 without spills; 32
+// rows take 154-160 at 384.
+#ifndef PACK_THREADS
+#define PACK_THREADS 256
+#endif
+#ifndef PACK_TB_THREADS
+#define PACK_TB_THREADS 256
+#endif
 #ifndef PACK_TB_BLOCKS
-#define PACK_TB_BLOCKS (PACK_TB_ROWS == 16 ? 2 : 3)
+#define PACK_TB_BLOCKS ((PACK_TB_ROWS == 32 ? 384 : PACK_TB_ROWS == 16 ? 512 : 768) \
+                        / PACK_TB_THREADS)
 #endif
 
 __host__ __device__ constexpr int pack_rows(int mode) {
@@ -413,12 +423,10 @@ __device__ __forceinline__ unsigned signs2(unsigned x, unsigned y) {
     return r;
 }
 
-// R rows a lane: 8 or 16 with traceback (a 32-bit word a column per 8 rows), 8,
-// 16 or 32 without.
+// R rows a lane: 8, 16 or 32 (with traceback a 32-bit word a column per 8 rows).
 template <int mode, bool want_tb, int R>
 struct Stripe2 {
-    static_assert(R == 8 || R == 16 || (R == 32 && !want_tb),
-                  "rows a lane: 8 or 16, or 32 score-only");
+    static_assert(R == 8 || R == 16 || R == 32, "rows a lane: 8, 16 or 32");
     // Score-only semiglobal, fill_pack pads the query on top (rows of score
     // 0, which repeat the boundary row H = 0) so that row n is the last row
     // of a stripe: its end-cell tracking reads hl[R - 1] instead of choosing
@@ -847,7 +855,10 @@ __device__ __forceinline__ void fill_pack(
                 out_h = hup;
                 out_f = fup;
                 if (gl == last) { top_h[j] = hup; top_f[j] = fup; }
-                if constexpr (want_tb && S == 2) {  // one 8-byte store a pair
+                if constexpr (want_tb && S == 4) {  // one 16-byte store a pair
+                    if (j <= m0) *reinterpret_cast<uint4*>(band0 + t * G * S) = make_uint4(w0[0], w0[1], w0[2], w0[3]);
+                    if (j <= m1) *reinterpret_cast<uint4*>(band1 + t * G * S) = make_uint4(w1[0], w1[1], w1[2], w1[3]);
+                } else if constexpr (want_tb && S == 2) {  // one 8-byte store a pair
                     if (j <= m0) *reinterpret_cast<uint2*>(band0 + t * G * S) = make_uint2(w0[0], w0[1]);
                     if (j <= m1) *reinterpret_cast<uint2*>(band1 + t * G * S) = make_uint2(w1[0], w1[1]);
                 } else if constexpr (want_tb) {
@@ -945,8 +956,10 @@ fill(
 // faster (1e12 cells, H100). 32 rows a lane take 128 registers at 2 (local
 // spills 8 bytes, global 52, semiglobal 32 with its top pad: NOTES.md, v11).
 template <int mode, bool want_tb>
-__global__ void __launch_bounds__(256, want_tb ? PACK_TB_BLOCKS
-                                      : mode == GLOBAL && pack_rows(mode) < 32 ? 3 : 2)
+__global__ void __launch_bounds__(want_tb ? PACK_TB_THREADS : PACK_THREADS,
+                                  want_tb ? PACK_TB_BLOCKS
+                                  : (mode == GLOBAL && pack_rows(mode) < 32 ? 768 : 512)
+                                    / PACK_THREADS)
 fill2(
      const unsigned char* __restrict__ codes, const long long* __restrict__ offsets,
      const int* __restrict__ pair_row, const int* __restrict__ pair_col,

@@ -70,6 +70,16 @@ PACK_SHAPES: dict[str, tuple[int, int]] = {"global": (32, 4), "semiglobal": (32,
 #: benchmarks/NOTES.md, v12).
 PACK_ROWS_TRACEBACK = 16
 PACK_GROUP_TRACEBACK = 8
+#: Threads a block of the packed kernel, score-only and with traceback (a
+#: multiple of 32). With traceback, blocks of 128 (four a SM) instead of 256
+#: (two), the same registers: a block's place on its SM waits for its slowest
+#: warp, so smaller blocks leave less of it idle (1e12 cells on the H100, GPU
+#: busy: global 0.80 to 0.75 s, semiglobal 0.77 to 0.70-0.72 s, local
+#: unchanged at 0.65-0.66 s; 32 rows a lane in groups of 4 at 128, three
+#: blocks a SM, ran as 16 rows does; benchmarks/NOTES.md, v19). Score-only,
+#: 128 and 64 ran as 256 (1e13 cells, every mode).
+PACK_THREADS = 256
+PACK_THREADS_TRACEBACK = 128
 #: A window's slot takes the next window once its results are copied out of
 #: it on the device, before the host downloads them (``run_windows``);
 #: False: after the download, as before v12.
@@ -119,10 +129,15 @@ def _profile_fits(matrix: np.ndarray) -> bool:
     return matrix.shape[0] <= 24 and int(matrix.min()) >= -127 and int(matrix.max()) <= 127
 
 
-def _query_profile_bytes(letters: int, rows: int, group: int) -> int:
-    """Shared memory of a block of query couples: a joint profile per warp, 4
-    bytes a row, letter and lane of a group."""
-    return 8 * letters * group * rows * 4
+def _query_profile_bytes(letters: int, rows: int, group: int, warps: int = 8) -> int:
+    """Shared memory of a block of ``warps`` warps of query couples: a joint
+    profile per warp, 4 bytes a row, letter and lane of a group."""
+    return warps * letters * group * rows * 4
+
+
+def _pack_threads(traceback: bool) -> int:
+    """Threads a block of the packed kernel."""
+    return PACK_THREADS_TRACEBACK if traceback else PACK_THREADS
 
 
 def _pack_shape(traceback: bool, mode: str) -> tuple[int, int]:
@@ -261,6 +276,7 @@ class GPUBackend:
                   for mode, (rows, group) in PACK_SHAPES.items()]
         defines = (*(d for pair in shapes for d in pair),
                    f"PACK_TB_ROWS={PACK_ROWS_TRACEBACK}", f"PACK_TB_GROUP={PACK_GROUP_TRACEBACK}",
+                   f"PACK_THREADS={PACK_THREADS}", f"PACK_TB_THREADS={PACK_THREADS_TRACEBACK}",
                    *DEFINES)
         key = (dtype, defines, SOURCE)
         mod = self._modules.get(key)
@@ -749,12 +765,14 @@ class GPUBackend:
             gaps = (np.int32(sc.gap_open), np.int32(sc.gap_extend), np.int32(NEG[dtype]))
             rows, group = _pack_shape(job.traceback, job.mode)
             nwarps, nq = plan.couple_warps.size - 1, plan.query_warps
-            if nwarps:  # a couple per group, 8 warps per block, a profile per warp
+            if nwarps:  # a couple per group, a profile per warp
                 # a profile per warp, joint (4 bytes a row) where there are query couples
-                pack_shared = (_query_profile_bytes(K, rows, group) if nq
-                               else 8 * (K + 1) * group * rows)
+                threads = _pack_threads(job.traceback)
+                warps = threads // 32
+                pack_shared = (_query_profile_bytes(K, rows, group, warps) if nq
+                               else warps * (K + 1) * group * rows)
                 self._function(mod, f"fill2<{job.mode_code},{tb_flag}>", pack_shared)(
-                    (-(-nwarps // 8),), (THREADS,),
+                    (-(-nwarps // warps),), (threads,),
                     (state["codes"], state["offsets"], d_row, d_col, lay["couple_warps"],
                      np.int32(nwarps), np.int32(nq),
                      state["matrix"], np.int32(K), *gaps, bnd_h, bnd_f, lay["boff"], tb,

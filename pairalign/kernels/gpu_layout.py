@@ -213,7 +213,7 @@ def plan_window(lengths: JobLengths, w: Window, *,
     couples_per_warp : int
         Couples a warp of the packed kernel takes (of one row): 1, 2, 4 or 8.
     couple_stripes : int
-        Stripes a lane of the packed kernel holds with traceback (1 or 2).
+        Stripes a lane of the packed kernel holds with traceback (1, 2 or 4).
     query_band : int
         Rows of a band of the query couples' kernel, or 0 for no query
         couples: the targets that rows ``2k`` and ``2k + 1`` of the window
