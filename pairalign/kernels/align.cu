@@ -779,6 +779,14 @@ struct QueryCouple {
     }
 };
 
+// A pair's S words of a step (one a stripe) as one store of 4, 8 or 16 bytes
+template <int S>
+__device__ __forceinline__ void store_words(unsigned* at, const unsigned (&w)[S]) {
+    if constexpr (S == 4) *reinterpret_cast<uint4*>(at) = make_uint4(w[0], w[1], w[2], w[3]);
+    else if constexpr (S == 2) *reinterpret_cast<uint2*>(at) = make_uint2(w[0], w[1]);
+    else *at = w[0];
+}
+
 // A couple (TargetCouple or QueryCouple, which give the profile, each column's
 // rows and the end-cell tracking) on a group of G lanes of R rows each (R =
 // PACK_TB_ROWS with traceback); a warp holds 32 / G groups, a couple each,
@@ -855,15 +863,9 @@ __device__ __forceinline__ void fill_pack(
                 out_h = hup;
                 out_f = fup;
                 if (gl == last) { top_h[j] = hup; top_f[j] = fup; }
-                if constexpr (want_tb && S == 4) {  // one 16-byte store a pair
-                    if (j <= m0) *reinterpret_cast<uint4*>(band0 + t * G * S) = make_uint4(w0[0], w0[1], w0[2], w0[3]);
-                    if (j <= m1) *reinterpret_cast<uint4*>(band1 + t * G * S) = make_uint4(w1[0], w1[1], w1[2], w1[3]);
-                } else if constexpr (want_tb && S == 2) {  // one 8-byte store a pair
-                    if (j <= m0) *reinterpret_cast<uint2*>(band0 + t * G * S) = make_uint2(w0[0], w0[1]);
-                    if (j <= m1) *reinterpret_cast<uint2*>(band1 + t * G * S) = make_uint2(w1[0], w1[1]);
-                } else if constexpr (want_tb) {
-                    if (j <= m0) band0[t * G] = w0[0];
-                    if (j <= m1) band1[t * G] = w1[0];
+                if constexpr (want_tb) {
+                    if (j <= m0) store_words(band0 + t * G * S, w0);
+                    if (j <= m1) store_words(band1 + t * G * S, w1);
                 }
             }
         }
