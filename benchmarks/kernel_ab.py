@@ -55,7 +55,7 @@ def run(be, seqs, tb, items, mode="local"):
     return (wall, tim.get("fill", 0.0), tim.get("fill_wide", 0.0), tim.get("traceback", 0.0),
             {k: tim.get(k, 0.0) for k in ("launch", "layout", "alloc", "enqueue", "wait",
                                           "download", "compact", "d2h", "copy_out",
-                                          "gpu_span", "gpu_busy")}
+                                          "gpu_span", "gpu_busy", "place", "place_upload", "place_device")}
             | {"malloc": ALLOC["seconds"], "slow mallocs": ALLOC["slow"]}), batch.score[order]
 
 
