@@ -187,6 +187,35 @@ def test_downloads_pinned_or_not(data_dir, monkeypatch, traceback, pinned, stagi
     assert_same(cpu, gpu)
 
 
+@pytest.mark.parametrize("first_done", [True, False])
+@pytest.mark.parametrize("traceback", [True, False])
+def test_slots_take_windows_as_their_own_end(monkeypatch, traceback, first_done):
+    """Four long proteins among short ones, windows of 32: the window of the
+    long pairs runs long after the one beside it, whose slot takes window
+    after window meanwhile (or, without ``FIRST_DONE_FIRST``, waits for the
+    oldest); the results come out in order, the CPU's either way."""
+    monkeypatch.setattr(gpu_backend, "FIRST_DONE_FIRST", first_done)
+    rng = np.random.default_rng(11)
+    letters = np.array(list("ACDEFGHIKLMNPQRSTVWY"))
+    lengths = [3000] * 4 + list(rng.integers(20, 60, 200))
+    seqs = ["".join(rng.choice(letters, n)) for n in lengths]
+    kw = dict(mode="local", traceback=traceback, window=32)
+    # a first run compiles or loads the kernels while its first window runs
+    pairalign.align_all(seqs[:40], backend="gpu", **kw)
+    ahead = []  # per slot handed on: whether an older window was still running
+    first = gpu_backend.GPUBackend._first_done
+
+    def spy(self, running):
+        h = first(self, running)
+        ahead.append(h is not running[0])
+        return h
+
+    monkeypatch.setattr(gpu_backend.GPUBackend, "_first_done", spy)
+    cpu, gpu = both(seqs, **kw)
+    assert_same(cpu, gpu)
+    assert any(ahead) == first_done
+
+
 @pytest.mark.parametrize("mode", ["global", "local"])
 @pytest.mark.parametrize("kept,share", [(True, 0.1), (True, 1e-7), (False, 0.1)])
 def test_operations_placed_on_the_device_or_the_host(data_dir, monkeypatch, mode, kept, share):

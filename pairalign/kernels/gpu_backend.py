@@ -23,6 +23,16 @@ THREADS = 256
 #: H100, two runs: GPU busy 0.40-0.42 s at 2, 0.53 s at 3, 0.45-0.48 s at 4;
 #: wall time within noise), and each holds its slot of memory.
 DEPTH = 2
+#: A slot takes its next window when its own window ends, whichever of the
+#: windows in flight that is (results still come out in order); False: the
+#: oldest window's slot, after that window ends (before v20). A window with
+#: the job's longest pairs runs long after the one beside it, whose slot
+#: idled until then: 1e12 cells with traceback on the H100, one run a process,
+#: the GPU's span local 0.71-0.79 s against 0.76-0.86 s, global 0.86-0.89 s
+#: against 0.92 s (benchmarks/NOTES.md, v20).
+FIRST_DONE_FIRST = True
+#: How long the host sleeps between looks at the windows in flight.
+POLL_SECONDS = 100e-6
 #: Pairs of at least this many column steps (8 rows each) on one thread are
 #: "wide": one warp each. With all but the smallest pairs on warps, no launch
 #: waits on its longest pairs, and the warp path is the faster per cell
@@ -690,36 +700,54 @@ class GPUBackend:
         kernels of the next. A window's slot takes the next window as soon as
         its results are copied out of it on the device (:meth:`_detach`),
         before the host downloads them (:meth:`_fetch`): the device always
-        has the next window queued while the host downloads.
+        has the next window queued while the host downloads. The slot that
+        takes the next window is the first to end, not the oldest
+        (:meth:`_first_done`): a window that holds long pairs runs on while
+        the slot beside it takes window after window; the results of those
+        wait for it, so that they come out in order.
         """
         depth = DEPTH if depth is None else depth
         with self.device:
             streams = self._window_streams(depth)
+            free = streams[::-1]  # slots without a window, the next one last
             self._spans = []
             self._origin = self.cp.cuda.Event()
             self._origin.record(streams[0])
-            pending: deque = deque()
+            running: list[dict] = []  # launched, not detached, in launch order
+            order: deque = deque()  # launched, not yet yielded, in launch order
+            fetched: dict[int, PairBatch] = {}  # id of a handle in order: its results
             try:
-                for k, w in enumerate(windows):
+                for w in windows:
                     done = None
-                    if len(pending) >= depth:
-                        done = self._detach(job, pending.popleft())
+                    if not free:
+                        h = self._first_done(running)
+                        running.remove(h)
+                        done = self._detach(job, h)
+                        free.append(h["slot"])
                         if not EARLY_SLOT_REUSE:
-                            yield self._fetch(job, done)
+                            fetched[id(h)] = self._fetch(job, done)
                             done = None
                     t = time.perf_counter()
-                    pending.append(self._launch(job, state, w, streams[k % depth]))
+                    h = self._launch(job, state, w, free.pop())
+                    running.append(h)
+                    order.append(h)
                     self._add("launch", time.perf_counter() - t)
                     if done is not None:
-                        yield self._fetch(job, done)
-                while pending:
-                    yield self._fetch(job, self._detach(job, pending.popleft()))
+                        fetched[id(done["h"])] = self._fetch(job, done)
+                    while order and id(order[0]) in fetched:
+                        yield fetched.pop(id(order.popleft()))
+                while running:
+                    h = self._first_done(running)
+                    running.remove(h)
+                    fetched[id(h)] = self._fetch(job, self._detach(job, h))
+                    while order and id(order[0]) in fetched:
+                        yield fetched.pop(id(order.popleft()))
             finally:
                 # a run left early (an error, or its consumer gone) may have
                 # windows in flight: they read the slots' pinned uploads, which
                 # the next run rewrites, and copies out of the slots may be
                 # queued on the host stream, so both finish first
-                if pending or self._slot_free:
+                if running or self._slot_free:
                     for s in [*streams, self._host_stream()]:
                         try:
                             s.synchronize()
@@ -735,6 +763,20 @@ class GPUBackend:
                     self._add("gpu_span", float(spans[:, 1].max()))
                     self._add("gpu_busy", _covered(spans))
 
+    def _first_done(self, running: list[dict]) -> dict:
+        """The window of ``running`` (launch order) that ends first: the oldest
+        of those already done, else the first to finish (the host polls their
+        events); the oldest without :data:`FIRST_DONE_FIRST`."""
+        if not FIRST_DONE_FIRST or len(running) == 1:
+            return running[0]
+        t = time.perf_counter()
+        while True:
+            for h in running:
+                if h["ev"][2].done:
+                    self._add("wait", time.perf_counter() - t)
+                    return h
+            time.sleep(POLL_SECONDS)
+
     def _launch(self, job: Job, state: dict, w: Window, stream) -> dict:
         """Queue a window's kernels on ``stream``; returns what :meth:`_detach` needs."""
         cp = self.cp
@@ -742,7 +784,7 @@ class GPUBackend:
         mod = self._module(dtype)
         sc = job.scoring
         h = {"w": w, "mod": mod, "ev": [cp.cuda.Event() for _ in range(5)],
-             "stream": stream.ptr}
+             "stream": stream.ptr, "slot": stream}
         with stream:
             freed = self._slot_free.pop(stream.ptr, None)
             if freed is not None:  # the slot's last results still being copied out
