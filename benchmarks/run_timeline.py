@@ -32,6 +32,8 @@ tl.TRACED += [
     ("pairalign.kernels.gpu_backend", "GPUBackend._slot_memory"),
     ("pairalign.kernels.gpu_backend", "GPUBackend._copy_out"),
     ("pairalign.engine", "assemble"),
+    ("pairalign.engine", "_LocalRun._deliver"),
+    ("pairalign.pairs", "Placement._known_columns"),
 ]
 
 
@@ -41,6 +43,8 @@ def main() -> None:
     ap.add_argument("--traceback", action="store_true")
     ap.add_argument("--mode", default="local", choices=("local", "global", "semiglobal"))
     ap.add_argument("--runs", type=int, default=2)
+    ap.add_argument("--detail", default="",
+                    help="FROM,TO: every span of the last run that overlaps these seconds")
     ap.add_argument("--no-slot-floor", action="store_true",
                     help="slots grown window by window (as before v12), for an A/B")
     args = ap.parse_args()
@@ -62,11 +66,18 @@ def main() -> None:
         calls = []
         run_windows = GPUBackend.run_windows
 
-        def mark(self, *a, **k):  # the host's clock when the GPU's origin event is recorded
+        launched: list = []  # the windows, in launch order
+
+        def mark(self, job, state, ws, *a, **k):  # the host's clock at the origin event
+            def seen(ws):
+                for w in ws:
+                    launched.append(w)
+                    yield w
+
             def windows():
                 t = time.perf_counter() - tl.T0
                 calls.append(t)
-                yield from run_windows(self, *a, **k)
+                yield from run_windows(self, job, state, seen(ws), *a, **k)
                 gpu.extend((s + t, e + t) for s, e in self._spans)
             return windows()
 
@@ -88,12 +99,20 @@ def main() -> None:
     for s, e, th, n in sorted(tl.spans):
         if e - s >= 0.02:
             print(f"  {s:7.3f} {e:7.3f} {e - s:7.3f}  {th:24} {n}")
+    if args.detail:
+        lo, hi = (float(x) for x in args.detail.split(","))
+        print(f"every span overlapping {lo:.3f}-{hi:.3f} s:")
+        for s, e, th, n in sorted(tl.spans):
+            if e >= lo and s <= hi:
+                print(f"  {s:7.3f} {e:7.3f} {e - s:7.3f}  {th:24} {n}")
     gpu = np.array(gpu) - t0
     print(f"run_windows calls at {[round(c - t0, 3) for c in calls]}; GPU windows (s since "
           f"the run began): {len(gpu)}, first start {gpu[:, 0].min():.3f}, last end "
           f"{gpu[:, 1].max():.3f}, busy {gpu_backend._covered(gpu):.3f}")
-    for s, e in gpu:
-        print(f"  {s:7.3f} {e:7.3f}")
+    print("  GPU start, end (s), the window's pairs and cells per pair:")
+    # spans come as windows are fetched (the first to end first): by start
+    for (s, e), w in zip(sorted(map(tuple, gpu)), launched):
+        print(f"  {s:7.3f} {e:7.3f} {w.pairs:10,} {w.cells / max(w.pairs, 1):10,.0f}")
     nops = np.diff(out.op_offsets)
     print(f"pairs {len(out):,}; operations {int(nops.sum()):,} ({nops.mean():.1f} a pair, "
           f"{out.op_code.nbytes + out.op_len.nbytes:,} bytes); alignment columns "
