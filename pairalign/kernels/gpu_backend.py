@@ -716,16 +716,24 @@ class GPUBackend:
             running: list[dict] = []  # launched, not detached, in launch order
             order: deque = deque()  # launched, not yet yielded, in launch order
             fetched: dict[int, PairBatch] = {}  # id of a handle in order: its results
+
+            def first_detached() -> dict:
+                h = self._first_done(running)
+                running.remove(h)
+                return self._detach(job, h)
+
+            def in_order() -> Iterator[PairBatch]:
+                while order and id(order[0]) in fetched:
+                    yield fetched.pop(id(order.popleft()))
+
             try:
                 for w in windows:
                     done = None
                     if not free:
-                        h = self._first_done(running)
-                        running.remove(h)
-                        done = self._detach(job, h)
-                        free.append(h["slot"])
+                        done = first_detached()
+                        free.append(done["h"]["slot"])
                         if not EARLY_SLOT_REUSE:
-                            fetched[id(h)] = self._fetch(job, done)
+                            fetched[id(done["h"])] = self._fetch(job, done)
                             done = None
                     t = time.perf_counter()
                     h = self._launch(job, state, w, free.pop())
@@ -734,14 +742,11 @@ class GPUBackend:
                     self._add("launch", time.perf_counter() - t)
                     if done is not None:
                         fetched[id(done["h"])] = self._fetch(job, done)
-                    while order and id(order[0]) in fetched:
-                        yield fetched.pop(id(order.popleft()))
+                    yield from in_order()
                 while running:
-                    h = self._first_done(running)
-                    running.remove(h)
-                    fetched[id(h)] = self._fetch(job, self._detach(job, h))
-                    while order and id(order[0]) in fetched:
-                        yield fetched.pop(id(order.popleft()))
+                    done = first_detached()
+                    fetched[id(done["h"])] = self._fetch(job, done)
+                    yield from in_order()
             finally:
                 # a run left early (an error, or its consumer gone) may have
                 # windows in flight: they read the slots' pinned uploads, which
@@ -784,7 +789,7 @@ class GPUBackend:
         mod = self._module(dtype)
         sc = job.scoring
         h = {"w": w, "mod": mod, "ev": [cp.cuda.Event() for _ in range(5)],
-             "stream": stream.ptr, "slot": stream}
+             "slot": stream}
         with stream:
             freed = self._slot_free.pop(stream.ptr, None)
             if freed is not None:  # the slot's last results still being copied out
@@ -933,7 +938,7 @@ class GPUBackend:
                 self._add("compact", time.perf_counter() - t_ops)
             freed = cp.cuda.Event()
             freed.record(host)
-            self._slot_free[h["stream"]] = freed
+            self._slot_free[h["slot"].ptr] = freed
         self._add("download", time.perf_counter() - t_host)
         return {"h": h, "arrays": arrays, "offs": offs_h, "kept": kept}
 
