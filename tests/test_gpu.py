@@ -39,9 +39,14 @@ def both(seqs, **kw):
             pairalign.align_all(seqs, backend="gpu", **kw))
 
 
-@pytest.mark.parametrize("mode", ["global", "semiglobal", "local"])
+@pytest.mark.parametrize("mode", ["global", "semiglobal", "local", "local bounded"])
 @pytest.mark.parametrize("traceback", [True, False])
-def test_adeno_all_pairs(data_dir, mode, traceback):
+def test_adeno_all_pairs(data_dir, monkeypatch, mode, traceback):
+    if mode == "local bounded":  # the bounded traceback (BOUNDED_TRACEBACK)
+        if not traceback:
+            pytest.skip("score-only runs have no traceback to bound")
+        monkeypatch.setattr(gpu_backend, "BOUNDED_TRACEBACK", True)
+        mode = "local"
     cpu, gpu = both(data_dir / "adeno_fiber.faa", mode=mode, traceback=traceback)
     assert_same(cpu, gpu)
 

@@ -236,6 +236,31 @@ def test_plan_of_a_job_sizes_windows_without_a_device(traceback):
     assert packed and unpacked
 
 
+def test_score_only_plan_with_operation_slots():
+    """The bounded traceback's score pass (gpu_backend.BOUNDED_TRACEBACK): a
+    score-only layout, no traceback words, with each pair's n + m operation
+    slots one after the other in launch order (query couples included), the
+    same pairs as the plan with traceback."""
+    from pairalign.scheduler.windows import plan_windows
+
+    job, be = protein_job("local", True, 3, 3500, 150)
+    lengths = job.rows.lengths
+    jl = JobLengths.of(lengths, lengths)
+    couples = 0
+    for w in plan_windows(lengths, None, 64):
+        plan = be._plan_for(job, w, False, operations=True)
+        lay = expand(plan, jl, 0, False, operations=True)
+        assert plan.tb_words == 0 and plan.ops == lay["op_off"][-1]
+        n, m = lengths[lay["rows"]], lengths[lay["cols"]]
+        assert np.array_equal(np.diff(lay["op_off"]), n + m)
+        full = expand(be._plan_for(job, w, True), jl, 0, True)
+        pairs = lambda x: sorted(zip(x["rows"].tolist(), x["cols"].tolist()))  # noqa: E731
+        assert pairs(lay) == pairs(full) and plan.ops == full["op_off"][-1]
+        assert expand(plan, jl, 0, False)["op_off"] is None
+        couples += plan.query_warps
+    assert couples  # query couples among them
+
+
 def test_slots_take_the_largest_window_the_device_holds():
     """Every stream slot is taken at the job's largest window at once (grown
     window by window, the pool's retries waited on the device); parents too

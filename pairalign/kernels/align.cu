@@ -127,6 +127,28 @@ __device__ __forceinline__ void offer(int h, int i, int j, int& best, int& bi, i
     if (h > best || (h == best && earlier(i, j, bi, bj))) { best = h; bi = i; bj = j; }
 }
 
+// The substitution matrix in shared memory, rows 32 apart (as fill loads it):
+// W(a, b) at qa + b for qa = 32 a. A warp's narrow pairs share their query, so its
+// lanes read one row, in different banks.
+struct SharedMatrix {
+    const int* s;
+    __device__ __forceinline__ int operator()(int qa, int b) const { return s[qa + b]; }
+};
+
+// The same as signed bytes, a copy in each bank (load_lane_matrix): lane l
+// reads only bank l, so lanes that score pairs of residues of their own (the
+// bounded traceback's passes) do not conflict (with SharedMatrix, ncu counted
+// 39-70 M bank conflicts in a window's narrow box fill and 118 M in its
+// reverse pass: NOTES.md, v21). Entries of row PAD are -128.
+struct LaneMatrix {
+    const unsigned* s;
+    int lane;
+    __device__ __forceinline__ int operator()(int qa, int b) const {
+        const int e = qa + b;
+        return (int)(signed char)(s[(e >> 2) * 32 + lane] >> (8 * (e & 3)));
+    }
+};
+
 template <int mode, bool want_tb>
 struct Stripe {
     int qa[STRIPE], hl[STRIPE], el[STRIPE];
@@ -145,11 +167,12 @@ struct Stripe {
 
     // Column j of the stripe: diag = H[i0][j - 1]; hup, fup come in as H[i0][j]
     // and F'[i0][j] and leave as the stripe's last row. Returns the traceback word.
-    __device__ __forceinline__ unsigned column(const int* smat, int bc, int diag, int& hup,
+    template <typename Matrix>
+    __device__ __forceinline__ unsigned column(const Matrix& mat, int bc, int diag, int& hup,
                                                int& fup, int go, int ge) {
         int sub[STRIPE];
 #pragma unroll
-        for (int r = 0; r < STRIPE; ++r) sub[r] = smat[qa[r] + bc];
+        for (int r = 0; r < STRIPE; ++r) sub[r] = mat(qa[r], bc);
         return column(sub, diag, hup, fup, go, ge);
     }
 
@@ -221,16 +244,18 @@ struct Stripe {
     }
 };
 
-// One thread, one pair (see the top of the file for the layout).
-template <int mode, bool want_tb>
+// One thread, one pair (see the top of the file for the layout). S: entries
+// from one column's boundary entry and traceback word to the next (32 where
+// a warp's pairs interleave, 1 for a pair laid out alone: fill_box).
+template <int mode, bool want_tb, int S = 32, typename Matrix = SharedMatrix>
 __device__ __forceinline__ void fill_thread(
-     const int* smat, const unsigned char* a, int n, const unsigned char* b, int m,
+     const Matrix& smat, const unsigned char* a, int n, const unsigned char* b, int m,
      int go, int ge, int neg, SCORE* bnd_h, SCORE* bnd_f, unsigned int* tbw, int wm,
      int& best, int& bi, int& bj)
 {
     for (int j = 0; j <= m; ++j) {
-        bnd_h[j * 32] = (SCORE)(mode == GLOBAL ? gap_boundary(j, go, ge) : 0);
-        bnd_f[j * 32] = (SCORE)neg;
+        bnd_h[j * S] = (SCORE)(mode == GLOBAL ? gap_boundary(j, go, ge) : 0);
+        bnd_f[j * S] = (SCORE)neg;
     }
     Stripe<mode, want_tb> st;
     for (int i0 = 0; i0 < n; i0 += STRIPE) {
@@ -239,16 +264,16 @@ __device__ __forceinline__ void fill_thread(
         bnd_h[0] = (SCORE)((mode == GLOBAL) ? gap_boundary(i0 + STRIPE, go, ge) : 0);
         // the next column's inputs are loaded one column ahead: their latency
         // (L2, and L1 for the target) hides behind this column's arithmetic
-        int bc_next = b[0], hup_next = bnd_h[32], fup_next = bnd_f[32];
+        int bc_next = b[0], hup_next = bnd_h[S], fup_next = bnd_f[S];
         for (int j = 1; j <= m; ++j) {
             const int bc = bc_next;
-            const int bidx = j * 32;
+            const int bidx = j * S;
             int hup = hup_next;
             int fup = fup_next;
             if (j < m) {
                 bc_next = b[j];
-                hup_next = bnd_h[bidx + 32];
-                fup_next = bnd_f[bidx + 32];
+                hup_next = bnd_h[bidx + S];
+                fup_next = bnd_f[bidx + S];
             }
             const int diag = diag0;
             diag0 = hup;
@@ -257,7 +282,7 @@ __device__ __forceinline__ void fill_thread(
             bnd_h[bidx] = (SCORE)hup;
             bnd_f[bidx] = (SCORE)fup;
             if (want_tb)
-                tbw[((long long)(i0 / STRIPE) * wm + (j - 1)) * 32] = word;
+                tbw[((long long)(i0 / STRIPE) * wm + (j - 1)) * S] = word;
         }
     }
 }
@@ -934,7 +959,7 @@ fill(
     const int n = (int)(offsets[pair_row[p] + 1] - qoff);
     const int m = (int)(offsets[pair_col[p] + 1] - toff);
     const int w = nwide + q / 32;
-    fill_thread<mode, want_tb>(smat, codes + qoff, n, codes + toff, m, go, ge, neg,
+    fill_thread<mode, want_tb>(SharedMatrix{smat}, codes + qoff, n, codes + toff, m, go, ge, neg,
                                bnd_h + boff[w] + q % 32, bnd_f + boff[w] + q % 32,
                                want_tb ? tb + off[w] + q % 32 : tb, warp_m[q / 32],
                                best, bi, bj);
@@ -1053,47 +1078,29 @@ struct Runs {
     }
 };
 
+// One pair's walk from its end cell (i, j) back to where its alignment starts,
+// which it leaves in i and j (see walk for the layouts): tbw holds the pair's
+// words (a narrow pair's: its lane's of the warp's block), word (stripe s,
+// column j) at ((s / gs) * span + (j - 1) + (s % gs) / (gs / g)) * gs + s % gs
+// where wide, else at (s * span + (j - 1)) * S. v: the end cell's score. The
+// operations go from op_off on, in order (start to end).
 template <int mode>
-__global__ void __launch_bounds__(256)
-walk(
-     const unsigned char* __restrict__ codes, const long long* __restrict__ offsets,
-     const int* __restrict__ pair_row, const int* __restrict__ pair_col, const int npairs,
-     const int nwide, const int npack, const unsigned int* __restrict__ tb,
-     const long long* __restrict__ off, const int* __restrict__ warp_m,
-     const int* __restrict__ matrix, const int K, const int go, const int ge,
-     const int* __restrict__ score, const int* __restrict__ ei, const int* __restrict__ ej,
-     const long long* __restrict__ op_off, unsigned char* __restrict__ op_code,
-     int* __restrict__ op_len,
-     int* __restrict__ out_qb, int* __restrict__ out_tb, int* __restrict__ out_nops,
-     int* __restrict__ out_ident, int* __restrict__ out_alen)
+__device__ __forceinline__ void walk_pair(
+     const unsigned char* a, const unsigned char* b, const unsigned int* tbw, bool wide,
+     int g, int gs, long long span, int S, const int* matrix, int K, int go, int ge, int v,
+     long long op_off, unsigned char* op_code, int* op_len, int& i, int& j, int& nops,
+     int& ident, int& length)
 {
-    const int p = blockIdx.x * blockDim.x + threadIdx.x;
-    if (p >= npairs) return;
-    const unsigned char* a = codes + offsets[pair_row[p]];
-    const long long toff = offsets[pair_col[p]];
-    const unsigned char* b = codes + toff;
-    const bool wide = p < nwide;
-    const int q = p - nwide;
-    // word (stripe s, column j): wide pairs by band (of g lanes of gs / g
-    // stripes: PACK_TB_GROUP and TB_STRIPES for couples) and step, narrow ones
-    // per warp
-    const int g = p < npack ? PACK_TB_GROUP : 32;
-    const int gs = p < npack ? PACK_TB_GROUP * TB_STRIPES : 32;
-    const unsigned int* tbw = wide ? tb + off[p] : tb + off[nwide + q / 32] + q % 32;
-    const long long span = wide ? (long long)(offsets[pair_col[p] + 1] - toff) + g - 1
-                                : (long long)warp_m[q / 32];
-    int i = ei[p], j = ej[p];
-    int state = 0, ident = 0, length = 0;
-    // local mode: the score of the current state's cell, carried back from the
-    // end cell (H = 0 is where the alignment starts; see the top of the file)
-    int v = score[p];
-    Runs runs{op_code, op_len, op_off[p], 255, 0};
+    int state = 0;
+    ident = 0;
+    length = 0;
+    Runs runs{op_code, op_len, op_off, 255, 0};
     // the words of the current stripe from column j leftwards, loaded WALK_AHEAD
     // at a time: a walk goes at most a column left a step, so it waits for
     // memory once a stripe or WALK_AHEAD columns instead of at every step
     unsigned ahead[WALK_AHEAD];
     int ahead_s = -1, ahead_n = 0;  // their stripe, and how many are left
-    const long long column_words = wide ? gs : 32;  // from a column's word to the next's
+    const long long column_words = wide ? gs : S;  // from a column's word to the next's
     auto left = [&]() {  // one column left: the next word moves up
 #pragma unroll
         for (int k = 0; k + 1 < WALK_AHEAD; ++k) ahead[k] = ahead[k + 1];
@@ -1113,7 +1120,7 @@ walk(
         if (s != ahead_s || ahead_n == 0) {
             const long long word =
                 wide ? ((s / gs) * span + (j - 1) + (s % gs) / (gs / g)) * gs + s % gs
-                     : ((long long)s * span + (j - 1)) * 32;
+                     : ((long long)s * span + (j - 1)) * S;
 #pragma unroll
             for (int k = 0; k < WALK_AHEAD; ++k)
                 ahead[k] = j - k >= 1 ? tbw[word - k * column_words] : 0u;
@@ -1149,15 +1156,444 @@ walk(
         }
     }
     runs.flush();
-    long long lo = op_off[p], hi = runs.pos - 1;
+    long long lo = op_off, hi = runs.pos - 1;
     while (lo < hi) {
         unsigned char c = op_code[lo]; op_code[lo] = op_code[hi]; op_code[hi] = c;
         int l = op_len[lo]; op_len[lo] = op_len[hi]; op_len[hi] = l;
         ++lo; --hi;
     }
+    nops = (int)(runs.pos - op_off);
+}
+
+template <int mode>
+__global__ void __launch_bounds__(256)
+walk(
+     const unsigned char* __restrict__ codes, const long long* __restrict__ offsets,
+     const int* __restrict__ pair_row, const int* __restrict__ pair_col, const int npairs,
+     const int nwide, const int npack, const unsigned int* __restrict__ tb,
+     const long long* __restrict__ off, const int* __restrict__ warp_m,
+     const int* __restrict__ matrix, const int K, const int go, const int ge,
+     const int* __restrict__ score, const int* __restrict__ ei, const int* __restrict__ ej,
+     const long long* __restrict__ op_off, unsigned char* __restrict__ op_code,
+     int* __restrict__ op_len,
+     int* __restrict__ out_qb, int* __restrict__ out_tb, int* __restrict__ out_nops,
+     int* __restrict__ out_ident, int* __restrict__ out_alen)
+{
+    const int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >= npairs) return;
+    const unsigned char* a = codes + offsets[pair_row[p]];
+    const long long toff = offsets[pair_col[p]];
+    const unsigned char* b = codes + toff;
+    const bool wide = p < nwide;
+    const int q = p - nwide;
+    // word (stripe s, column j): wide pairs by band (of g lanes of gs / g
+    // stripes: PACK_TB_GROUP and TB_STRIPES for couples) and step, narrow ones
+    // per warp
+    const int g = p < npack ? PACK_TB_GROUP : 32;
+    const int gs = p < npack ? PACK_TB_GROUP * TB_STRIPES : 32;
+    const unsigned int* tbw = wide ? tb + off[p] : tb + off[nwide + q / 32] + q % 32;
+    const long long span = wide ? (long long)(offsets[pair_col[p] + 1] - toff) + g - 1
+                                : (long long)warp_m[q / 32];
+    // local mode: the score of the current state's cell, carried back from the
+    // end cell (H = 0 is where the alignment starts; see the top of the file)
+    int i = ei[p], j = ej[p], nops, ident, length;
+    walk_pair<mode>(a, b, tbw, wide, g, gs, span, 32, matrix, K, go, ge, score[p], op_off[p],
+                    op_code, op_len, i, j, nops, ident, length);
     out_qb[p] = i;
     out_tb[p] = j;
-    out_nops[p] = (int)(runs.pos - op_off[p]);
+    out_nops[p] = nops;
+    out_ident[p] = ident;
+    out_alen[p] = length;
+}
+
+// ---------------------------------------------------------------------------
+// Bounded local traceback (gpu_backend.BOUNDED_TRACEBACK): a window's local
+// alignments from its score pass (the score-only kernels: each pair's score
+// and end cell (ei, ej), the first best in row-major order) and a traceback of
+// a box of each pair only.
+//
+// Why it is the same alignment: every alignment of the pair's score that ends
+// at (ei, ej) lies in the box from the least row i0 and the least column j0
+// where one of them starts, to (ei, ej). Filled as a local matrix of its own
+// (zero boundary), the box's H, E and F are at most the full matrix's, and
+// equal to them in every state that such an alignment passes through (a path
+// into it from outside the box would make an alignment of the pair's score
+// that starts outside). The walk takes, from the end cell, the first origin in
+// the tie order whose term equals H: an origin on an optimal alignment, whose
+// term is then the same in the box; one that is not scores less in both. So
+// the box's walk is the full matrix's. Its end cell is the box's last: no
+// cell before it in row-major order reaches the score (it would have been the
+// full matrix's end cell). benchmarks/NOTES.md (v21) has the model that
+// checked this on the CPU against the reference kernels.
+//
+// Where the alignments start: bound_starts runs the DP backwards from the end
+// cell over the reversed prefixes, anchored there (H'(0, 0) = 0, every other
+// boundary dead), with every state of score <= 0 dead: no optimal alignment
+// that ends at (ei, ej) passes through one (its part before would score at
+// least the pair's score and end earlier). Reversed row i, column j is cell
+// (ei + 1 - i, ej + 1 - j); an alignment of the pair's score ends there in
+// the reversed pass exactly where one starts (any reversed local alignment of
+// that score within the prefixes ends, forwards, at (ei, ej), the first such
+// end cell). The live cells are few (a band along the alignment): one thread a
+// pair, stripes of BOUND_ROWS reversed rows in registers, a stripe's columns
+// from the first live one of the row above until the stripe is dead past the
+// last.
+#define BNEG (-(1 << 28))
+// Reversed rows a stripe of the reverse pass (gpu_backend.BOUND_ROWS): its
+// row above, one lane's own in global memory, is read and written once a
+// column of the stripe, and a warp's 32 lanes touch 32 sectors each time.
+#ifndef BOUND_ROWS
+#define BOUND_ROWS 16
+#endif
+
+// Sum over a warp's lanes, added to *to by lane 0 (every lane takes part).
+__device__ __forceinline__ void warp_add(unsigned long long* to, long long x) {
+#pragma unroll
+    for (int k = 16; k > 0; k >>= 1) x += __shfl_down_sync(FULL, x, k);
+    if (threadIdx.x % 32 == 0 && x) atomicAdd(to, (unsigned long long)x);
+}
+
+// The matrix as LaneMatrix reads it: 32 rows of 32 signed bytes (row PAD and
+// columns past K: -128), each word of 4 entries repeated in every bank; 32 KB.
+__device__ __forceinline__ void load_lane_matrix(unsigned* lm, const int* matrix, int K) {
+    for (int k = threadIdx.x; k < 256 * 32; k += blockDim.x) {
+        const int w = k / 32;  // entries 4 w to 4 w + 3
+        unsigned word = 0;
+#pragma unroll
+        for (int x = 0; x < 4; ++x) {
+            const int e = 4 * w + x, a = e / 32, b = e % 32;
+            const int v = (a < K && b < K) ? matrix[a * K + b] : -128;
+            word |= ((unsigned)v & 0xffu) << (8 * x);
+        }
+        lm[k] = word;
+    }
+    __syncthreads();
+}
+
+// Pair p = order[k] of sorted position k: box_i0[p], box_j0[p], the first row
+// and column of its box (ei + 1, ej + 1 where its score is 0: an empty box).
+// Each lane takes the next pair (counts[1], zeroed) as soon as it is done with
+// one, and every lane runs the same column step: a pass's length varies with
+// the pair far more than its score tells, and lanes that waited for the
+// warp's longest pass took most of the time (1e12 cells on the H100: 0.29 s
+// summed over the windows with a pair a thread, sorted by score). The row
+// above a stripe, (H, F) a column, ej + 2 entries, at scratch[ej_sum[p] -
+// ej[p] + 2 p] on (ej_sum: the inclusive sum of ej over pairs). A pair whose
+// pass takes more than `cap` cells (homologs: a band as long as the pair, on
+// one thread) stops there with the box of its whole prefix (a box that holds
+// every alignment ending at (ei, ej)). Adds the cells computed to counters[0].
+extern "C" __global__ void __launch_bounds__(256)
+bound_starts(
+     const unsigned char* __restrict__ codes, const long long* __restrict__ offsets,
+     const int* __restrict__ rows, const int* __restrict__ cols,
+     const long long* __restrict__ order, const int npairs, const int* __restrict__ matrix,
+     const int K, const int go, const int ge, const int* __restrict__ score,
+     const int* __restrict__ ei, const int* __restrict__ ej,
+     const long long* __restrict__ ej_sum, int2* __restrict__ scratch,
+     const long long cap, int* __restrict__ box_i0, int* __restrict__ box_j0,
+     unsigned long long* __restrict__ counters, int* __restrict__ counts)
+{
+    __shared__ unsigned lm[256 * 32];
+    load_lane_matrix(lm, matrix, K);
+    const LaneMatrix mat{lm, (int)(threadIdx.x % 32)};
+    long long total = 0;
+    int p = -1, n = 0, m = 0, opt = 0;
+    const unsigned char* a = nullptr;
+    const unsigned char* b = nullptr;
+    int2* row = nullptr;
+    int i0 = 0, lo = 0, hi = 0, nlo = 0, nhi = -1, j = 1, diag0 = 0, real = 0;
+    int imax = 0, jmax = 0;
+    long long cells = 0;
+    int qa[BOUND_ROWS], hl[BOUND_ROWS], el[BOUND_ROWS];
+    bool done = true;  // no pair in hand, or its pass is over
+    auto stripe = [&]() {  // start the stripe from row i0 (reversed), columns from lo
+        real = n - i0;
+#pragma unroll
+        for (int r = 0; r < BOUND_ROWS; ++r) {
+            qa[r] = (r < real ? a[n - i0 - r - 1] : PAD) * 32;
+            hl[r] = BNEG;  // column lo - 1 (or 0) is dead in every row
+            el[r] = BNEG;
+        }
+        diag0 = (lo == 0) ? 0 : BNEG;  // H'(i0, first column - 1): the anchor
+        nlo = m + 1;
+        nhi = -1;
+        j = max(lo, 1);
+    };
+    while (true) {
+        if (done) {
+            if (p >= 0) {
+                box_i0[p] = n + 1 - imax;
+                box_j0[p] = m + 1 - jmax;
+                total += cells;
+            }
+            const int k = atomicAdd(counts + 1, 1);
+            if (k >= npairs) break;
+            p = (int)order[k];
+            opt = score[p];
+            n = ei[p];
+            m = ej[p];
+            imax = jmax = 0;
+            cells = 0;
+            if (opt <= 0) continue;  // an empty box, written as the next pair is taken
+            a = codes + offsets[rows[p]];  // reversed row i: a[n - i]
+            b = codes + offsets[cols[p]];  // reversed column j: b[m - j]
+            row = scratch + (ej_sum[p] - m) + 2LL * p;
+            lo = hi = i0 = 0;
+            stripe();
+            done = false;
+        }
+        const int2 up = j <= hi ? row[j] : make_int2(BNEG, BNEG);
+        int hup = up.x, fup = up.y;
+        const int bc = b[m - j];
+        int diag = diag0;
+        diag0 = hup;
+        int c = BNEG;
+#pragma unroll
+        for (int r = 0; r < BOUND_ROWS; ++r) {
+            const int d = diag + mat(qa[r], bc);  // rows past the prefix: dead below
+            const int e = max(el[r] - ge, hl[r] - go);
+            const int f = max(fup - ge, hup - go);
+            int h = __vimax3_s32(d, e, f);
+            h = h > 0 && r < real ? h : BNEG;
+            diag = hl[r];
+            hl[r] = h;
+            el[r] = e;
+            hup = h;
+            fup = f;
+            c = max(c, h);
+        }
+        cells += BOUND_ROWS;
+        if (c == opt) {  // where alignments of the score start
+#pragma unroll
+            for (int r = 0; r < BOUND_ROWS; ++r)
+                if (hl[r] == opt) { imax = max(imax, i0 + r + 1); jmax = max(jmax, j); }
+        }
+        row[j] = make_int2(hup, hup > BNEG ? fup : BNEG);
+        if (hup > BNEG) { nlo = min(nlo, j); nhi = j; }
+        if ((c == BNEG && j > hi) || j == m || cells > cap) {  // the stripe is over
+            if (cells > cap) {  // the prefix
+                imax = n;
+                jmax = m;
+                done = true;
+            } else if (nhi < 0 || i0 + BOUND_ROWS >= n) {
+                done = true;
+            } else {
+                lo = nlo;
+                hi = nhi;
+                i0 += BOUND_ROWS;
+                stripe();
+            }
+        } else {
+            ++j;
+        }
+    }
+    warp_add(counters, total);
+}
+
+// A box's shape: rows, columns, and whether it is wide (one warp: at least
+// wide_steps column steps of STRIPE rows), from its pair's end and start.
+struct Box {
+    int n, m;
+    bool wide;
+    __device__ __forceinline__ Box(int ei, int ej, int i0, int j0, int wide_steps)
+        : n(ei - i0 + 1), m(ej - j0 + 1), wide(steps() >= wide_steps) {}
+    __device__ __forceinline__ long long steps() const {
+        return (long long)((n + STRIPE - 1) / STRIPE) * m;
+    }
+    // a wide box's traceback words: by bands of 32 lanes (fill_warp)
+    __device__ __forceinline__ long long wide_words() const {
+        return ((n + STRIPE - 1) / STRIPE + 31) / 32 * 32 * (long long)(m + 31);
+    }
+};
+
+#define WIDE_KEY (1LL << 62)
+
+// Each pair's box: the sort key, so that an ascending sort puts the wide
+// boxes first (below -WIDE_KEY), then the narrow ones by rows in stripes, then
+// columns, most first (a warp's lanes run their stripes and columns side by
+// side), and the pairs of score 0 last. Adds the box cells to counters[1].
+extern "C" __global__ void __launch_bounds__(256)
+box_keys(
+     const int npairs, const int* __restrict__ score, const int* __restrict__ ei,
+     const int* __restrict__ ej, const int* __restrict__ box_i0,
+     const int* __restrict__ box_j0, const int wide_steps, long long* __restrict__ key,
+     unsigned long long* __restrict__ counters)
+{
+    const int p = blockIdx.x * blockDim.x + threadIdx.x;
+    long long cells = 0;
+    if (p < npairs) {
+        if (score[p] > 0) {
+            const Box x(ei[p], ej[p], box_i0[p], box_j0[p], wide_steps);
+            key[p] = x.wide ? -WIDE_KEY - x.steps()
+                            : -((long long)((x.n + STRIPE - 1) / STRIPE) << 32 | x.m);
+            cells = (long long)x.n * x.m;
+        } else {
+            key[p] = 1;
+        }
+    }
+    warp_add(counters + 1, cells);
+}
+
+// Where each box's buffers go, its pairs in the order of the keys' sort
+// (order[k]): the wide ones first, an item each; then
+// the narrow ones in warps of 32 (sorted position nwide + 32 q + lane), an
+// item (number nwide + q) each warp, its words and boundary entries
+// interleaved by lane as the classic narrow pairs' (fill_thread), sized by
+// the warp's most stripes and its longest box (item_m). Writes each pair's
+// item and lane, nwide to counts[0], and each item's rows in stripes and
+// columns (atomicMax into zeroed item_s and item_m).
+extern "C" __global__ void __launch_bounds__(256)
+box_items(
+     const int npairs, const long long* __restrict__ order, const long long* __restrict__ key,
+     const int* __restrict__ score, const int* __restrict__ ei, const int* __restrict__ ej,
+     const int* __restrict__ box_i0, const int* __restrict__ box_j0, const int wide_steps,
+     int* __restrict__ item, int* __restrict__ lane_of, int* __restrict__ item_s,
+     int* __restrict__ item_m, int* __restrict__ counts)
+{
+    const int k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= npairs) return;
+    // the wide boxes: the sorted positions whose key is below -WIDE_KEY
+    int lo = 0, hi = npairs;
+    while (lo < hi) {
+        const int mid = (lo + hi) / 2;
+        if (key[order[mid]] < -WIDE_KEY) lo = mid + 1; else hi = mid;
+    }
+    const int nwide = lo;
+    if (k == 0) counts[0] = nwide;
+    const int p = (int)order[k];
+    const int it = k < nwide ? k : nwide + (k - nwide) / 32;
+    item[p] = it;
+    lane_of[p] = k < nwide ? 0 : (k - nwide) % 32;
+    if (score[p] > 0) {
+        const Box x(ei[p], ej[p], box_i0[p], box_j0[p], wide_steps);
+        atomicMax(item_s + it, (x.n + STRIPE - 1) / STRIPE);
+        atomicMax(item_m + it, x.m);
+    }
+}
+
+// Each item's traceback words and boundary entries (H and F each): a wide
+// box's by its bands, a narrow warp's 32 lanes of its stripes by its columns.
+extern "C" __global__ void __launch_bounds__(256)
+box_item_needs(
+     const int nitems, const int* __restrict__ counts, const int* __restrict__ item_s,
+     const int* __restrict__ item_m, long long* __restrict__ words, long long* __restrict__ bnd)
+{
+    const int it = blockIdx.x * blockDim.x + threadIdx.x;
+    if (it >= nitems) return;
+    const long long st = item_s[it], m = item_m[it];
+    if (it < counts[0]) {
+        words[it] = (st + 31) / 32 * 32 * (m + 31);
+        bnd[it] = m + 1;
+    } else {
+        words[it] = st * m * 32;
+        bnd[it] = m > 0 ? (m + 1) * 32 : 0;
+    }
+}
+
+// The boxes' traceback (local mode): with `wide`, a warp a wide box (sorted
+// position k < nwide; blocks of 8 warps, a query profile each), else a thread
+// a narrow one (sorted position nwide + thread: the launch's warps are the
+// items' warps). Item it's words at words[wend[it] - its words] on, its
+// boundary entries likewise by bend (see box_item_needs); where they would
+// not fit (the last entry of wend past capacity, of bend past bnd_capacity),
+// status[0] is set and nothing is filled. The box's end cell must come out as its last cell, with
+// the pair's score: else status[1] is set (a check of the above).
+extern "C" __global__ void __launch_bounds__(256, 3)
+fill_box(
+     const unsigned char* __restrict__ codes, const long long* __restrict__ offsets,
+     const int* __restrict__ rows, const int* __restrict__ cols,
+     const long long* __restrict__ order, const int npairs, const int* __restrict__ matrix,
+     const int K, const int go, const int ge, const int neg, const int* __restrict__ score,
+     const int* __restrict__ ei, const int* __restrict__ ej, const int* __restrict__ box_i0,
+     const int* __restrict__ box_j0, const int* __restrict__ counts,
+     const int* __restrict__ item_m, const long long* __restrict__ words_need,
+     const long long* __restrict__ wend, const long long* __restrict__ bnd_need,
+     const long long* __restrict__ bend, const long long capacity,
+     const long long bnd_capacity, unsigned int* __restrict__ words,
+     SCORE* __restrict__ bnd_h, SCORE* __restrict__ bnd_f, const int wide,
+     int* __restrict__ status)
+{
+    extern __shared__ int box_shared[];
+    // every item's entries are summed by the last entry (the items after the
+    // last have none)
+    if (npairs > 0 && (wend[npairs - 1] > capacity || bend[npairs - 1] > bnd_capacity)) {
+        if (blockIdx.x == 0 && threadIdx.x == 0) status[0] = 1;
+        return;
+    }
+    const int nwide = counts[0];
+    int best = 0, bi = 0, bj = 0;
+    if (wide) {
+        const int k = (int)((blockIdx.x * blockDim.x + threadIdx.x) / 32);
+        const int lane = threadIdx.x % 32;
+        if (k >= nwide) return;  // the whole warp
+        const int p = (int)order[k];
+        const int i0 = box_i0[p], j0 = box_j0[p];
+        const Box x(ei[p], ej[p], i0, j0, 0);
+        uint2* prof = reinterpret_cast<uint2*>(box_shared) + (threadIdx.x / 32) * K * 32;
+        const long long ws = wend[k] - words_need[k], bs = bend[k] - bnd_need[k];
+        fill_warp<LOCAL, true>(matrix, K, prof, codes + offsets[rows[p]] + i0 - 1, x.n,
+                               codes + offsets[cols[p]] + j0 - 1, x.m, go, ge, neg,
+                               bnd_h + bs, bnd_f + bs, words + ws, lane, best, bi, bj);
+        warp_best(best, bi, bj);
+        if (lane == 0 && (best != score[p] || bi != x.n || bj != x.m)) atomicOr(status + 1, 1);
+        return;
+    }
+    // the lane matrix: rows past a box's end score -128, which no cell of
+    // theirs turns into a best cell (each is below a cell of the box's)
+    load_lane_matrix(reinterpret_cast<unsigned*>(box_shared), matrix, K);
+    const LaneMatrix mat{reinterpret_cast<unsigned*>(box_shared), (int)(threadIdx.x % 32)};
+    const int u = blockIdx.x * blockDim.x + threadIdx.x;
+    const int k = nwide + u;
+    if (k >= npairs) return;
+    const int p = (int)order[k];
+    if (score[p] <= 0) return;
+    const int it = nwide + u / 32, lane = u % 32;
+    const int i0 = box_i0[p], j0 = box_j0[p];
+    const Box x(ei[p], ej[p], i0, j0, 0);
+    const long long ws = wend[it] - words_need[it] + lane, bs = bend[it] - bnd_need[it] + lane;
+    fill_thread<LOCAL, true>(mat, codes + offsets[rows[p]] + i0 - 1, x.n,
+                             codes + offsets[cols[p]] + j0 - 1, x.m, go, ge, neg,
+                             bnd_h + bs, bnd_f + bs, words + ws, item_m[it], best, bi, bj);
+    if (best != score[p] || bi != x.n || bj != x.m) atomicOr(status + 1, 1);
+}
+
+// The walk of each pair's box (see fill_box for its words) from the box's last
+// cell; begins in the pair's coordinates. Pairs of score 0: an empty
+// alignment at (ei, ej), as walk leaves it. Nothing where status is set.
+extern "C" __global__ void __launch_bounds__(256)
+walk_box(
+     const unsigned char* __restrict__ codes, const long long* __restrict__ offsets,
+     const int* __restrict__ rows, const int* __restrict__ cols, const int npairs,
+     const int* __restrict__ matrix, const int K, const int go, const int ge,
+     const int* __restrict__ score, const int* __restrict__ ei, const int* __restrict__ ej,
+     const int* __restrict__ box_i0, const int* __restrict__ box_j0,
+     const int* __restrict__ counts, const int* __restrict__ item,
+     const int* __restrict__ lane_of, const int* __restrict__ item_m,
+     const long long* __restrict__ words_need, const long long* __restrict__ wend,
+     const unsigned int* __restrict__ words, const int* __restrict__ status,
+     const long long* __restrict__ op_off, unsigned char* __restrict__ op_code,
+     int* __restrict__ op_len, int* __restrict__ out_qb, int* __restrict__ out_tb,
+     int* __restrict__ out_nops, int* __restrict__ out_ident, int* __restrict__ out_alen)
+{
+    const int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >= npairs || status[0] || status[1]) return;
+    int i = ei[p], j = ej[p], nops = 0, ident = 0, length = 0;
+    if (score[p] > 0) {
+        const int i0 = box_i0[p], j0 = box_j0[p], it = item[p];
+        const Box x(i, j, i0, j0, 0);
+        const bool wide = it < counts[0];
+        i = x.n;
+        j = x.m;
+        walk_pair<LOCAL>(codes + offsets[rows[p]] + i0 - 1, codes + offsets[cols[p]] + j0 - 1,
+                         words + wend[it] - words_need[it] + (wide ? 0 : lane_of[p]), wide,
+                         32, 32, wide ? x.m + 31 : item_m[it], 32, matrix, K, go, ge,
+                         score[p], op_off[p], op_code, op_len, i, j, nops, ident, length);
+        i += i0 - 1;
+        j += j0 - 1;
+    }
+    out_qb[p] = i;
+    out_tb[p] = j;
+    out_nops[p] = nops;
     out_ident[p] = ident;
     out_alen[p] = length;
 }
@@ -1176,7 +1612,7 @@ layout_pairs(
      const long long* __restrict__ seg, const int nseg, const int npairs, const int nwide,
      const int col_base, const long long* __restrict__ offsets,
      const long long* __restrict__ q2, const int couple_scale, const int want_tb,
-     int* __restrict__ rows, int* __restrict__ cols, long long* __restrict__ off,
+     const int want_ops, int* __restrict__ rows, int* __restrict__ cols, long long* __restrict__ off,
      long long* __restrict__ boff, long long* __restrict__ op_off)
 {
     const int p = blockIdx.x * blockDim.x + threadIdx.x;
@@ -1201,7 +1637,7 @@ layout_pairs(
     const long long n0 = offsets[s[1] + 1] - offsets[s[1]];
     const long long n1 = query_couple ? offsets[s[1] + 2] - offsets[s[1] + 1] : 0;
     const long long m = offsets[col_base + c + 1] - offsets[col_base + c];
-    if (want_tb)
+    if (want_ops)
         op_off[p] = s[6] + (query_couple ? k * (n0 + n1) + 2 * span + h * (n0 + m) : i * n + span);
     if (p < nwide) {
         const bool packed = s[3] == 1 || query_couple;

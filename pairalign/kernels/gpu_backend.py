@@ -113,6 +113,40 @@ COPY_PIECE = 4 << 20
 #: window's downloaded and all scattered on the host after the last.
 DEVICE_PLACEMENT = True
 DEVICE_OPS_SHARE = 0.1
+#: Local alignments with traceback from a score pass and a traceback of each
+#: pair's box alone (``align.cu``, "Bounded local traceback"): the score-only
+#: kernels give each pair's score and end cell; ``bound_starts`` runs the DP
+#: backwards from the end cell over the cells where an alignment of that score
+#: can still pass (a band along it) and finds the least row and column where
+#: one starts; ``fill_box`` and ``walk_box`` fill and walk that box only. The
+#: same alignments as the full traceback (the proof is in ``align.cu``; the
+#: CPU model in benchmarks/NOTES.md, v21): on the sampled proteins the reverse
+#: pass and the boxes are 3-4% of the cells each, against the full fill with
+#: traceback at about twice the score-only fill's time a cell. Off: on the
+#: H100 it only draws level at 1e12 cells (0.77 s against 0.74 s, local, in
+#: one process) and loses on the proteome (0.26 s against 0.21 s); its
+#: reverse pass and box fill run at 200-300 GCUPS, one pair a thread, against
+#: the packed kernels' 1,300-3,700 (NOTES.md, v21).
+BOUNDED_TRACEBACK = False
+#: A job's windows go back to the full traceback once its bounded ones have
+#: spent, in the reverse pass and the boxes together, more than this share of
+#: their cells (sets of homologs: adenovirus fibers take ~1.4 times the cells).
+BOUNDED_MAX_SHARE = 0.25
+#: A pair's reverse pass that takes more than this many cells (a band as long
+#: as a pair of homologs, on one thread) stops, and the pair's box is its whole
+#: prefix (filled by a warp where it is wide). On the sampled proteins 0.26% of
+#: the pairs (4.6% of the reverse pass's cells); uncapped, one such pair of
+#: 1.4 M cells held its window's pass for tens of milliseconds.
+BOUND_CELLS = 1 << 15
+#: Reversed rows a stripe of the reverse pass holds in registers (8 or 16).
+BOUND_ROWS = 16
+#: Column steps (8 rows each) from which a box is filled by a warp, not a
+#: thread (at most WIDE_STEPS: the tests set that to 0 for every box on a warp).
+BOX_WIDE_STEPS: int | None = 1 << 13
+#: Pairs a lane of the reverse pass takes on average (lanes take the next pair
+#: as they finish one: fewer lanes than pairs, so that a lane with a short
+#: pass takes another while its neighbours finish theirs).
+BOUND_PAIRS_PER_LANE = 4
 #: Extra preprocessor definitions for ``align.cu`` (in-process A/B of kernel
 #: variants: benchmarks/kernel_ab.py).
 DEFINES: tuple[str, ...] = ()
@@ -172,9 +206,12 @@ def _uploads(plan: LayoutPlan) -> list[np.ndarray]:
             np.array([plan.ops], np.int64), plan.couple_warps]
 
 
-def window_arrays(plan: LayoutPlan, traceback: bool) -> dict[str, tuple[int, np.dtype]]:
+def window_arrays(plan: LayoutPlan, traceback: bool,
+                  operations: bool | None = None) -> dict[str, tuple[int, np.dtype]]:
     """A window's device arrays, name -> (entries, dtype), in the order they are
-    carved from its stream slot's memory (:meth:`GPUBackend._slot_memory`)."""
+    carved from its stream slot's memory (:meth:`GPUBackend._slot_memory`);
+    the operations' and the alignments' (``operations``) by default with
+    traceback only."""
     n, index = plan.npairs, plan.nwide + plan.warp_off.size
     i32, i64 = np.dtype(np.int32), np.dtype(np.int64)
     score = np.dtype(np.int16) if plan.score_bytes == 2 else i32
@@ -183,10 +220,38 @@ def window_arrays(plan: LayoutPlan, traceback: bool) -> dict[str, tuple[int, np.
               "bnd_h": (plan.bnd, score), "bnd_f": (plan.bnd, score),
               "words": (max(plan.tb_words, 1), np.dtype(np.uint32)),
               "score": (n, i32), "ei": (n, i32), "ej": (n, i32)}
-    if traceback:
+    if traceback if operations is None else operations:
         arrays |= {"op_off": (n + 1, i64), "code": (plan.ops, np.dtype(np.uint8)),
                    "len": (plan.ops, i32), "qb": (n, i32), "tb": (n, i32), "nops": (n, i32),
                    "ident": (n, i32), "alen": (n, i32)}
+    return arrays
+
+
+def bounded_arrays(plan: LayoutPlan, slot_bytes: int,
+                   target_sum: int) -> dict[str, tuple[int, np.dtype]]:
+    """A bounded traceback window's device arrays (see BOUNDED_TRACEBACK):
+    those of its score pass (``plan``, score-only with operation slots), each
+    pair's box and the sums that place its buffers, and the boxes' traceback
+    words in what is left of ``slot_bytes`` (the window's memory with full
+    traceback). ``target_sum``: the lengths of the pairs' targets summed (the
+    reverse pass's rows and the boxes' boundary rows are at most that)."""
+    n = plan.npairs
+    i32, i64 = np.dtype(np.int32), np.dtype(np.int64)
+    score = np.dtype(np.int16) if plan.score_bytes == 2 else i32
+    arrays = window_arrays(plan, False, operations=True)
+    # per pair: its box, the sum of the ends before it (the reverse pass's
+    # rows), its sort key, its item (a wide box, or a warp of narrow ones) and
+    # lane; per item: rows in stripes, columns, words and boundary entries
+    # (with their sums); the narrow warps' boundary rows take up to their
+    # longest box's a lane (twice the pairs' own, checked on the device)
+    arrays |= {"box_i0": (n, i32), "box_j0": (n, i32), "ej_sum": (n, i64), "key": (n, i64),
+               "item": (n, i32), "lane": (n, i32), "item_s": (n, i32), "item_m": (n, i32),
+               "wneed": (n, i64), "bneed": (n, i64), "wend": (n, i64), "bend": (n, i64),
+               "counts": (2, i32), "status": (2, i32), "counters": (2, np.dtype(np.uint64)),
+               "scratch": (2 * target_sum + 4 * n, i32),
+               "box_bh": (2 * (target_sum + n), score), "box_bf": (2 * (target_sum + n), score)}
+    left = slot_bytes - _carve(count * dtype.itemsize for count, dtype in arrays.values())[1]
+    arrays["box_words"] = (max(left - 256, 0) // 4, np.dtype(np.uint32))
     return arrays
 
 
@@ -275,6 +340,9 @@ class GPUBackend:
         self._origin = None
         self._keep = 0  # bytes of operations a run may leave on the device
         self._kept = 0
+        # (job, cells its bounded windows' reverse passes and boxes took, their
+        # cells): see _bounded
+        self._bounded_seen: tuple = (None, 0, 0)
         self.timings: dict[str, float] = {}
 
     def describe(self) -> str:
@@ -287,7 +355,7 @@ class GPUBackend:
         defines = (*(d for pair in shapes for d in pair),
                    f"PACK_TB_ROWS={PACK_ROWS_TRACEBACK}", f"PACK_TB_GROUP={PACK_GROUP_TRACEBACK}",
                    f"PACK_THREADS={PACK_THREADS}", f"PACK_TB_THREADS={PACK_THREADS_TRACEBACK}",
-                   *DEFINES)
+                   f"BOUND_ROWS={BOUND_ROWS}", *DEFINES)
         key = (dtype, defines, SOURCE)
         mod = self._modules.get(key)
         if mod is None:
@@ -347,15 +415,20 @@ class GPUBackend:
         earlier windows run; each window is checked exactly there, before
         it launches (``_LocalRun._fits``). Recorded for :meth:`_job_slot_bytes`."""
         plans = self._job_plans(job)
-        lengths = plans["lengths"]
-        r = np.arange(w.r0, w.r1)
-        first = (np.minimum(np.maximum(w.c0, r + 1), w.c1) if w.triangle
-                 else np.full(r.size, w.c0))
-        span = lengths.col_prefix[w.c1] - lengths.col_prefix[first]
-        size = int(_pairs_bytes(job.traceback, lengths.rows[r], span, w.c1 - first).sum())
+        r, count, span = self._row_spans(job, w)
+        size = int(_pairs_bytes(job.traceback, plans["lengths"].rows[r], span, count).sum())
         size += _WINDOW_BYTES
         plans["sizes"].setdefault(w, size)  # an exact size, where known, stays
         return size
+
+    def _row_spans(self, job: Job, w: Window):
+        """Each row of a window (sorted positions), its pairs, and the lengths
+        of their targets summed."""
+        lengths = self._job_plans(job)["lengths"]
+        r = np.arange(w.r0, w.r1)
+        first = (np.minimum(np.maximum(w.c0, r + 1), w.c1) if w.triangle
+                 else np.full(r.size, w.c0))
+        return r, w.c1 - first, lengths.col_prefix[w.c1] - lengths.col_prefix[first]
 
     def device_budget(self) -> int:
         """Device bytes one window may take: of what is free, a share for each
@@ -625,19 +698,25 @@ class GPUBackend:
         kept for the window's launch."""
         plan = self._job_plans(job).get(w)
         if plan is None:
-            limit = WIDE_STEPS if job.traceback else WIDE_STEPS_SCORE_ONLY
-            if not _profile_fits(job.scoring.matrix):
-                limit = None
-            pack = (PACKED_TRACEBACK if job.traceback else PACKED) and limit is not None
-            plan = plan_window(self._plans["lengths"], w,
-                               traceback=job.traceback, wide_steps=limit,
-                               fits16=job.scoring.fits_int16 if pack else None,
-                               score_bytes=job.score_dtype(w).itemsize,
-                               couples_per_warp=32 // _pack_shape(job.traceback, job.mode)[1],
-                               couple_stripes=PACK_ROWS_TRACEBACK // STRIPE,
-                               query_band=self._query_band(job) if pack else 0)
-            self._plans[w] = plan
+            plan = self._plans[w] = self._plan_for(job, w, job.traceback)
         return plan
+
+    def _plan_for(self, job: Job, w: Window, traceback: bool,
+                  operations: bool | None = None) -> LayoutPlan:
+        """A window's plan for kernels with or without traceback (operation
+        slots with traceback, or as ``operations`` says)."""
+        limit = WIDE_STEPS if traceback else WIDE_STEPS_SCORE_ONLY
+        if not _profile_fits(job.scoring.matrix):
+            limit = None
+        pack = (PACKED_TRACEBACK if traceback else PACKED) and limit is not None
+        return plan_window(self._job_plans(job)["lengths"], w,
+                           traceback=traceback, wide_steps=limit,
+                           fits16=job.scoring.fits_int16 if pack else None,
+                           score_bytes=job.score_dtype(w).itemsize,
+                           couples_per_warp=32 // _pack_shape(traceback, job.mode)[1],
+                           couple_stripes=PACK_ROWS_TRACEBACK // STRIPE,
+                           query_band=self._query_band(job, traceback) if pack else 0,
+                           operations=operations)
 
     def _job_plans(self, job: Job) -> dict:
         """One job's plans at a time: its lengths, its windows' plans (by
@@ -649,25 +728,30 @@ class GPUBackend:
         return self._plans
 
     @staticmethod
-    def _query_band(job: Job) -> int:
+    def _query_band(job: Job, traceback: bool | None = None) -> int:
         """Rows of a band of the packed kernel where the job's windows pack
-        query couples (see QUERY_COUPLES), else 0."""
-        rows, group = _pack_shape(job.traceback, job.mode)
-        on = (QUERY_COUPLES and job.mode in QUERY_COUPLE_MODES[job.traceback]
-              and not (job.traceback and job.mode == "semiglobal")  # no such kernel
+        query couples (see QUERY_COUPLES), else 0; for the kernels with
+        traceback or without (by default, as the job runs)."""
+        if traceback is None:
+            traceback = job.traceback
+        rows, group = _pack_shape(traceback, job.mode)
+        on = (QUERY_COUPLES and job.mode in QUERY_COUPLE_MODES[traceback]
+              and not (traceback and job.mode == "semiglobal")  # no such kernel
               and _query_profile_bytes(job.scoring.matrix.shape[0], rows, group)
               <= QUERY_PROFILE_BYTES)
         return rows * group if on else 0
 
-    def _layout(self, job: Job, state: dict, plan: LayoutPlan, a: dict, stream, mod):
+    def _layout(self, job: Job, state: dict, plan: LayoutPlan, a: dict, stream, mod,
+                traceback: bool | None = None):
         """A window's pairs (on the device, in ``a["rows"]`` and ``a["cols"]``)
         in launch order, and each one's share of the buffers (see ``align.cu``
         for the layouts), in the carved arrays ``a``: the host's plan uploaded,
         then expanded by ``layout_pairs`` of the window's module ``mod`` on
         ``stream``, ahead of the fill (the caller makes ``stream`` current);
-        nothing waits. Returns
-        the device arrays the kernels read: ``off``, ``boff``, ``warp_m``,
-        ``op_off`` (None without traceback) and ``couple_warps``."""
+        nothing waits. ``traceback``: whether the plan's kernels write
+        traceback words (by default, as the job runs). Returns the device
+        arrays the kernels read: ``off``, ``boff``, ``warp_m``, ``op_off``
+        (None without operation slots) and ``couple_warps``."""
         npairs, nwide = plan.npairs, plan.nwide
         seg, warp_off, warp_boff, warp_m, ops, couple_warps = self._upload(
             _uploads(plan), a["upload"], stream)
@@ -682,8 +766,10 @@ class GPUBackend:
                 (-(-npairs // THREADS),), (THREADS,),
                 (seg, np.int32(len(plan.segments)), np.int32(npairs), np.int32(nwide),
                  np.int32(state["col_base"]), state["offsets"], state["q2"],
-                 np.int32(4 // plan.score_bytes), np.int32(job.traceback), rows, cols, off,
-                 boff, op_off if op_off is not None else off))
+                 np.int32(4 // plan.score_bytes),
+                 np.int32(job.traceback if traceback is None else traceback),
+                 np.int32(op_off is not None), rows, cols, off, boff,
+                 op_off if op_off is not None else off))
         return {"off": off, "boff": boff, "warp_m": warp_m, "op_off": op_off,
                 "couple_warps": couple_warps}
 
@@ -782,14 +868,27 @@ class GPUBackend:
                     return h
             time.sleep(POLL_SECONDS)
 
-    def _launch(self, job: Job, state: dict, w: Window, stream) -> dict:
-        """Queue a window's kernels on ``stream``; returns what :meth:`_detach` needs."""
+    def _bounded(self, job: Job) -> bool:
+        """Whether the job's next window takes the bounded traceback
+        (BOUNDED_TRACEBACK): local with traceback, an opening gap that costs,
+        until the job's windows so far spent too much on it."""
+        seen = self._bounded_seen
+        return (BOUNDED_TRACEBACK and job.traceback and job.mode == "local"
+                and job.scoring.gap_open > 0
+                and not (seen[0] is job and seen[1] > BOUNDED_MAX_SHARE * seen[2]))
+
+    def _launch(self, job: Job, state: dict, w: Window, stream,
+                bounded: bool | None = None) -> dict:
+        """Queue a window's kernels on ``stream``: with traceback, the full
+        traceback or (``bounded``; by default as :meth:`_bounded` says) the
+        bounded one. Returns what :meth:`_detach` needs."""
         cp = self.cp
+        if bounded is None:
+            bounded = self._bounded(job)
         dtype = job.score_dtype(w)
         mod = self._module(dtype)
-        sc = job.scoring
         h = {"w": w, "mod": mod, "ev": [cp.cuda.Event() for _ in range(5)],
-             "slot": stream}
+             "slot": stream, "bounded": bounded}
         with stream:
             freed = self._slot_free.pop(stream.ptr, None)
             if freed is not None:  # the slot's last results still being copied out
@@ -799,73 +898,175 @@ class GPUBackend:
             plan = self._plan(job, w)
             floor = self._job_slot_bytes(job)  # before this window's plan leaves
             self._plans.pop(w)
-            a = self._slot_memory(stream, window_arrays(plan, job.traceback), floor)
+            if bounded:  # the score pass's plan, in the memory of the full one
+                slot = max(window_bytes(plan, True), floor)
+                plan = self._plan_for(job, w, False, operations=True)
+                arrays = bounded_arrays(plan, slot, int(self._row_spans(job, w)[2].sum()))
+            else:
+                arrays = window_arrays(plan, job.traceback)
+            a = self._slot_memory(stream, arrays, floor)
             self._add("alloc", time.perf_counter() - t)
             t = time.perf_counter()
-            lay = self._layout(job, state, plan, a, stream, mod)
+            traceback = job.traceback and not bounded  # the fill's
+            lay = self._layout(job, state, plan, a, stream, mod, traceback)
             self._add("layout", time.perf_counter() - t)
-            d_row, d_col = a["rows"], a["cols"]
-            npairs, nwide, npack = plan.npairs, plan.nwide, plan.npack
-            h["rows"], h["cols"], h["npairs"] = d_row, d_col, npairs
+            h["rows"], h["cols"], h["npairs"] = a["rows"], a["cols"], plan.npairs
             h["col_base"] = state["col_base"]
-            walk_grid = ((npairs + THREADS - 1) // THREADS,)
-            bnd_h, bnd_f, tb = a["bnd_h"], a["bnd_f"], a["words"]
-            for k in ("score", "ei", "ej", "code", "len", "qb", "tb", "nops", "ident", "alen"):
+            for k in ("score", "ei", "ej", "code", "len", "qb", "tb", "nops", "ident", "alen",
+                      "status", "counters"):
                 if k in a:
                     h[k] = a[k]
             if job.traceback:
                 h["off"] = lay["op_off"]
             h["ev"][0].record()
             t = time.perf_counter()
-            tb_flag = "true" if job.traceback else "false"
-            K = sc.matrix.shape[0]
-            gaps = (np.int32(sc.gap_open), np.int32(sc.gap_extend), np.int32(NEG[dtype]))
-            rows, group = _pack_shape(job.traceback, job.mode)
-            nwarps, nq = plan.couple_warps.size - 1, plan.query_warps
-            if nwarps:  # a couple per group, a profile per warp
-                # a profile per warp, joint (4 bytes a row) where there are query couples
-                threads = _pack_threads(job.traceback)
-                warps = threads // 32
-                pack_shared = (_query_profile_bytes(K, rows, group, warps) if nq
-                               else warps * (K + 1) * group * rows)
-                self._function(mod, f"fill2<{job.mode_code},{tb_flag}>", pack_shared)(
-                    (-(-nwarps // warps),), (threads,),
-                    (state["codes"], state["offsets"], d_row, d_col, lay["couple_warps"],
-                     np.int32(nwarps), np.int32(nq),
-                     state["matrix"], np.int32(K), *gaps, bnd_h, bnd_f, lay["boff"], tb,
-                     lay["off"], h["score"], h["ei"], h["ej"]), shared_mem=pack_shared)
-            fill = mod.get_function(f"fill<{job.mode_code},{tb_flag}>")
-            # the other pairs: every per-pair array from the first one not packed
-            args = (state["codes"], state["offsets"], d_row[npack:], d_col[npack:],
-                    np.int32(npairs - npack), np.int32(nwide - npack), state["matrix"],
-                    np.int32(K), *gaps, bnd_h, bnd_f, tb, lay["off"][npack:],
-                    lay["boff"][npack:], lay["warp_m"], h["score"][npack:],
-                    h["ei"][npack:], h["ej"][npack:])
-            # a block holds 8 wide pairs (a warp each) or 256 narrow ones
-            wide_blocks = -(-(nwide - npack) // 8)
-            narrow_blocks = -(-(npairs - nwide) // THREADS)
-            wide_shared = 8 * K * 32 * 8  # a query profile per warp
-            narrow_shared = 32 * 32 * 4   # the matrix
-            # wide pairs first, alone: the narrow (short) ones after them
-            if wide_blocks:
-                fill((wide_blocks,), (THREADS,), args + (np.int32(0),), shared_mem=wide_shared)
-            h["ev"][4].record()
-            if narrow_blocks:
-                fill((narrow_blocks,), (THREADS,), args + (np.int32(wide_blocks),),
-                     shared_mem=narrow_shared)
+            self._fill(job, state, plan, a, lay, mod, traceback, h["ev"][4])
+            if bounded:
+                h["ev_bounded"] = self._bounded_passes(job, state, a, lay, mod, dtype)
             h["ev"][1].record()
-            if job.traceback:
+            if traceback:
+                sc = job.scoring
                 mod.get_function(f"walk<{job.mode_code}>")(
-                    walk_grid, (THREADS,),
-                    (state["codes"], state["offsets"], d_row, d_col, np.int32(npairs),
-                     np.int32(nwide), np.int32(npack), tb, lay["off"], lay["warp_m"],
-                     state["matrix"], np.int32(K), np.int32(sc.gap_open),
-                     np.int32(sc.gap_extend), h["score"], h["ei"], h["ej"],
-                     h["off"], h["code"],
-                     h["len"], h["qb"], h["tb"], h["nops"], h["ident"], h["alen"]))
+                    (-(-plan.npairs // THREADS),), (THREADS,),
+                    (state["codes"], state["offsets"], a["rows"], a["cols"],
+                     np.int32(plan.npairs), np.int32(plan.nwide), np.int32(plan.npack),
+                     a["words"], lay["off"], lay["warp_m"], state["matrix"],
+                     np.int32(sc.matrix.shape[0]), np.int32(sc.gap_open),
+                     np.int32(sc.gap_extend), h["score"], h["ei"], h["ej"], h["off"],
+                     h["code"], h["len"], h["qb"], h["tb"], h["nops"], h["ident"], h["alen"]))
+            elif bounded:
+                self._walk_boxes(job, state, a, lay, mod)
             h["ev"][2].record()
             self._add("enqueue", time.perf_counter() - t)
         return h
+
+    def _fill(self, job: Job, state: dict, plan: LayoutPlan, a: dict, lay: dict, mod,
+              traceback: bool, wide_done) -> None:
+        """Queue a window's fill kernels (with ``traceback`` or score-only) on
+        the current stream: the packed pairs, then the wide ones, then
+        (after ``wide_done`` is recorded) the narrow ones."""
+        sc = job.scoring
+        npairs, nwide, npack = plan.npairs, plan.nwide, plan.npack
+        d_row, d_col = a["rows"], a["cols"]
+        bnd_h, bnd_f, tb = a["bnd_h"], a["bnd_f"], a["words"]
+        tb_flag = "true" if traceback else "false"
+        K = sc.matrix.shape[0]
+        neg = NEG[np.dtype(np.int16) if plan.score_bytes == 2 else np.dtype(np.int32)]
+        gaps = (np.int32(sc.gap_open), np.int32(sc.gap_extend), np.int32(neg))
+        rows, group = _pack_shape(traceback, job.mode)
+        nwarps, nq = plan.couple_warps.size - 1, plan.query_warps
+        if nwarps:  # a couple per group, a profile per warp
+            # a profile per warp, joint (4 bytes a row) where there are query couples
+            threads = _pack_threads(traceback)
+            warps = threads // 32
+            pack_shared = (_query_profile_bytes(K, rows, group, warps) if nq
+                           else warps * (K + 1) * group * rows)
+            self._function(mod, f"fill2<{job.mode_code},{tb_flag}>", pack_shared)(
+                (-(-nwarps // warps),), (threads,),
+                (state["codes"], state["offsets"], d_row, d_col, lay["couple_warps"],
+                 np.int32(nwarps), np.int32(nq),
+                 state["matrix"], np.int32(K), *gaps, bnd_h, bnd_f, lay["boff"], tb,
+                 lay["off"], a["score"], a["ei"], a["ej"]), shared_mem=pack_shared)
+        fill = mod.get_function(f"fill<{job.mode_code},{tb_flag}>")
+        # the other pairs: every per-pair array from the first one not packed
+        args = (state["codes"], state["offsets"], d_row[npack:], d_col[npack:],
+                np.int32(npairs - npack), np.int32(nwide - npack), state["matrix"],
+                np.int32(K), *gaps, bnd_h, bnd_f, tb, lay["off"][npack:],
+                lay["boff"][npack:], lay["warp_m"], a["score"][npack:],
+                a["ei"][npack:], a["ej"][npack:])
+        # a block holds 8 wide pairs (a warp each) or 256 narrow ones
+        wide_blocks = -(-(nwide - npack) // 8)
+        narrow_blocks = -(-(npairs - nwide) // THREADS)
+        wide_shared = 8 * K * 32 * 8  # a query profile per warp
+        narrow_shared = 32 * 32 * 4   # the matrix
+        # wide pairs first, alone: the narrow (short) ones after them
+        if wide_blocks:
+            fill((wide_blocks,), (THREADS,), args + (np.int32(0),), shared_mem=wide_shared)
+        wide_done.record()
+        if narrow_blocks:
+            fill((narrow_blocks,), (THREADS,), args + (np.int32(wide_blocks),),
+                 shared_mem=narrow_shared)
+
+    def _bounded_passes(self, job: Job, state: dict, a: dict, lay: dict, mod, dtype) -> list:
+        """Queue, after a window's score pass, the reverse pass and the fill of
+        each pair's box (BOUNDED_TRACEBACK; the kernels in ``align.cu``).
+        Returns the events recorded after the score pass, after the reverse
+        pass and after the layout of the boxes."""
+        cp = self.cp
+        sc = job.scoring
+        n = len(a["score"])
+        K = sc.matrix.shape[0]
+        gaps = (np.int32(sc.gap_open), np.int32(sc.gap_extend))
+        stream = cp.cuda.get_current_stream()
+        events = [cp.cuda.Event() for _ in range(3)]
+        events[0].record()
+        for k in ("status", "counters", "item_s", "item_m", "counts"):
+            cp.cuda.runtime.memsetAsync(a[k].data.ptr, 0, a[k].nbytes, stream.ptr)
+        if not n:
+            for ev in events[1:]:
+                ev.record()
+            return events
+        grid = (-(-n // THREADS),)
+        # the pairs by score, highest first: a warp's pairs take about as long
+        order = cp.argsort(-a["score"])
+        cp.cumsum(a["ej"], dtype=cp.int64, out=a["ej_sum"])
+        lanes = max(n // BOUND_PAIRS_PER_LANE, 1)
+        mod.get_function("bound_starts")(
+            (-(-lanes // THREADS),), (THREADS,),
+            (state["codes"], state["offsets"], a["rows"], a["cols"], order, np.int32(n),
+             state["matrix"], np.int32(K), *gaps, a["score"], a["ei"], a["ej"], a["ej_sum"],
+             a["scratch"], np.int64(BOUND_CELLS), a["box_i0"], a["box_j0"], a["counters"],
+             a["counts"]))
+        events[1].record()
+        boxes = (np.int32(n), a["score"], a["ei"], a["ej"], a["box_i0"], a["box_j0"])
+        wide_steps = self._box_wide_steps(job)
+        mod.get_function("box_keys")(grid, (THREADS,),
+                                     (*boxes, wide_steps, a["key"], a["counters"]))
+        order = cp.argsort(a["key"])  # the wide boxes, then the narrow ones, longest first
+        mod.get_function("box_items")(
+            grid, (THREADS,),
+            (np.int32(n), order, a["key"], *boxes[1:], wide_steps, a["item"],
+             a["lane"], a["item_s"], a["item_m"], a["counts"]))
+        mod.get_function("box_item_needs")(
+            grid, (THREADS,), (np.int32(n), a["counts"], a["item_s"], a["item_m"], a["wneed"],
+                               a["bneed"]))
+        cp.cumsum(a["wneed"], out=a["wend"])
+        cp.cumsum(a["bneed"], out=a["bend"])
+        events[2].record()
+        fill = self._function(mod, "fill_box", 8 * K * 32 * 8)
+        args = (state["codes"], state["offsets"], a["rows"], a["cols"], order, np.int32(n),
+                state["matrix"], np.int32(K), *gaps, np.int32(NEG[dtype]), a["score"],
+                a["ei"], a["ej"], a["box_i0"], a["box_j0"], a["counts"], a["item_m"],
+                a["wneed"], a["wend"], a["bneed"], a["bend"], np.int64(len(a["box_words"])),
+                np.int64(len(a["box_bh"])), a["box_words"], a["box_bh"], a["box_bf"])
+        fill((-(-n // 8),), (THREADS,), args + (np.int32(1), a["status"]),
+             shared_mem=8 * K * 32 * 8)  # a warp a wide box, a query profile each
+        fill(grid, (THREADS,), args + (np.int32(0), a["status"]),
+             shared_mem=256 * 32 * 4)  # a thread a narrow box, the lane matrix
+        return events
+
+    @staticmethod
+    def _box_wide_steps(job: Job) -> np.int32:
+        """Column steps from which a box takes a warp (BOX_WIDE_STEPS, where
+        the warp kernel's profile holds the matrix; none with WIDE_STEPS None)."""
+        wide = (WIDE_STEPS is not None and BOX_WIDE_STEPS is not None
+                and _profile_fits(job.scoring.matrix))
+        return np.int32(min(BOX_WIDE_STEPS, WIDE_STEPS) if wide else np.iinfo(np.int32).max)
+
+    def _walk_boxes(self, job: Job, state: dict, a: dict, lay: dict, mod) -> None:
+        """Queue the walk of each pair's box (BOUNDED_TRACEBACK)."""
+        sc = job.scoring
+        n = len(a["score"])
+        if not n:
+            return
+        mod.get_function("walk_box")(
+            (-(-n // THREADS),), (THREADS,),
+            (state["codes"], state["offsets"], a["rows"], a["cols"], np.int32(n),
+             state["matrix"], np.int32(sc.matrix.shape[0]), np.int32(sc.gap_open),
+             np.int32(sc.gap_extend), a["score"], a["ei"], a["ej"], a["box_i0"], a["box_j0"],
+             a["counts"], a["item"], a["lane"], a["item_m"], a["wneed"], a["wend"],
+             a["box_words"], a["status"], lay["op_off"], a["code"], a["len"], a["qb"],
+             a["tb"], a["nops"], a["ident"], a["alen"]))
 
     def _detach(self, job: Job, h: dict) -> dict:
         """Wait for a launched window and copy its results out of its stream
@@ -876,10 +1077,12 @@ class GPUBackend:
         next window waits for that copy on the device, not the host. Returns
         what :meth:`_fetch` downloads."""
         cp = self.cp
-        npairs = h["npairs"]
         t_wait = time.perf_counter()
         h["ev"][2].synchronize()
         self._add("wait", time.perf_counter() - t_wait)
+        if h["bounded"]:
+            self._bounded_result(job, h)
+        npairs = h["npairs"]
         host = self._host_stream()
         state = self._state(job)
         tb = job.traceback
@@ -942,6 +1145,27 @@ class GPUBackend:
         self._add("download", time.perf_counter() - t_host)
         return {"h": h, "arrays": arrays, "offs": offs_h, "kept": kept}
 
+    def _bounded_result(self, job: Job, h: dict) -> dict:
+        """A bounded window, done: what its reverse pass and boxes took (for
+        :meth:`_bounded`, and as ``bound_cells`` and ``box_cells``). Where its
+        boxes' words did not fit its memory, or a box's end cell or score
+        disagreed with the score pass (a check that must not fail: counted as
+        ``bounded_mismatch``), the window runs again with the full traceback,
+        waited for here, its handle taking the place of ``h``'s contents (the
+        caller keeps ``h`` in launch order)."""
+        status, counters = self._download([h["status"], h["counters"]])
+        seen = self._bounded_seen if self._bounded_seen[0] is job else (job, 0, 0)
+        self._bounded_seen = (job, seen[1] + int(counters.sum()), seen[2] + h["w"].cells)
+        self._add("bound_cells", float(counters[0]))
+        self._add("box_cells", float(counters[1]))
+        if status.any():
+            self._add("bounded_overflow" if status[0] else "bounded_mismatch", 1.0)
+            again = self._launch(job, self._state(job), h["w"], h["slot"], bounded=False)
+            again["ev"][2].synchronize()
+            h.clear()
+            h.update(again)
+        return h
+
     def _fetch(self, job: Job, done: dict) -> PairBatch:
         """Bring a detached window's results (:meth:`_detach`) to the host."""
         cp = self.cp
@@ -975,6 +1199,11 @@ class GPUBackend:
         self._add("fill", cp.cuda.get_elapsed_time(ev[0], ev[1]) / 1e3)
         self._add("fill_wide", cp.cuda.get_elapsed_time(ev[0], ev[4]) / 1e3)
         self._add("traceback", cp.cuda.get_elapsed_time(ev[1], ev[2]) / 1e3)
+        if "ev_bounded" in h:
+            marks = [ev[0], *h["ev_bounded"], ev[1]]
+            for name, x, y in zip(("score_pass", "bound_pass", "box_order", "box_fill"),
+                                  marks, marks[1:]):
+                self._add(name, cp.cuda.get_elapsed_time(x, y) / 1e3)
         self._add("cells", float(h["w"].cells))
         since = [cp.cuda.get_elapsed_time(self._origin, ev[k]) / 1e3 for k in (3, 2)]
         self._spans.append(since)

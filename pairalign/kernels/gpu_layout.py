@@ -191,7 +191,8 @@ class JobLengths:
 def plan_window(lengths: JobLengths, w: Window, *,
                 traceback: bool, wide_steps: int | None, fits16: Callable | None,
                 score_bytes: int, couples_per_warp: int = 1,
-                couple_stripes: int = 1, query_band: int = 0) -> LayoutPlan:
+                couple_stripes: int = 1, query_band: int = 0,
+                operations: bool | None = None) -> LayoutPlan:
     """The launch layout of window ``w``.
 
     Parameters
@@ -221,7 +222,13 @@ def plan_window(lengths: JobLengths, w: Window, *,
         many bands (a couple runs the longer one's). With traceback both
         pairs of a query couple take the words of the longer query (row
         ``2k``), in the couples' layout, one pair after the other a target.
+    operations : bool, optional
+        Whether the window has operation slots (``n + m`` a pair); by
+        default with traceback only. A score-only plan with them lays out
+        the score pass of a bounded traceback (``gpu_backend``).
     """
+    if operations is None:
+        operations = traceback
     rows_len, cols_len = lengths.rows, lengths.cols
     col_prefix, q2 = lengths.col_prefix, lengths.q2
 
@@ -303,7 +310,7 @@ def plan_window(lengths: JobLengths, w: Window, *,
     # operation slots: n + m a pair (a query couple's: n0 + m, n1 + m a target)
     second = rows_len[np.minimum(seg_r + 1, len(rows_len) - 1)]
     ops = (np.where(query_couple, seg_cols * (seg_len + second) + 2 * span, seg_n * seg_len + span)
-           if traceback else 0 * seg_n)
+           if operations else 0 * seg_n)
 
     segments = np.zeros((seg_n.size, 8), np.int64)
     segments[:, ROW], segments[:, COL], segments[:, KIND] = seg_r, seg_c, seg_kind
@@ -347,15 +354,18 @@ def plan_window(lengths: JobLengths, w: Window, *,
 
 
 def expand(plan: LayoutPlan, lengths: JobLengths, col_base: int,
-           traceback: bool) -> dict[str, np.ndarray | None]:
+           traceback: bool, operations: bool | None = None) -> dict[str, np.ndarray | None]:
     """One entry per pair of ``plan``: what the device kernel ``layout_pairs``
-    writes (its specification, in NumPy).
+    writes (its specification, in NumPy); ``operations`` as the plan's
+    (by default, ``traceback``).
 
     Returns ``rows`` and ``cols`` (int32, sequence indices in the joined code
     array: columns after ``col_base``), ``off`` and ``boff`` (int64, the
     wide pairs' entries then :attr:`LayoutPlan.warp_off` and ``warp_boff``)
-    and ``op_off`` (int64, ``npairs + 1``; None without traceback).
+    and ``op_off`` (int64, ``npairs + 1``; None without operations).
     """
+    if operations is None:
+        operations = traceback
     seg = plan.segments
     rows_len, cols_len = lengths.rows, lengths.cols
     col_prefix, q2 = lengths.col_prefix, lengths.q2
@@ -376,7 +386,7 @@ def expand(plan: LayoutPlan, lengths: JobLengths, col_base: int,
     op_off = (np.append(seg[s, OPS] + np.where(query_couple,
                                                k * (n0 + n1) + 2 * span + h * (n0 + m),
                                                i * n + span), plan.ops)
-              if traceback else None)
+              if operations else None)
     coupled = seg[s, KIND] == COUPLE
     packed = coupled | query_couple
     lanes = np.where(packed, plan.couple_lanes, 32)
