@@ -31,6 +31,9 @@ DATA = next((d for d in (_ROOT.parent / "shared" / "data", _ROOT / "shared" / "d
 
 #: Residue letters of the 20 amino acids.
 AMINO = "ACDEFGHIKLMNPQRSTVWY"
+#: Every column of a run's results (PairBatch), for comparisons field by field.
+FIELDS = ("query", "target", "score", "query_begin", "query_end", "target_begin",
+          "target_end", "identities", "length", "op_offsets", "op_code", "op_len")
 #: Letters of pairalign's match/mismatch DNA matrix (only A, C, G, T score a match).
 DNA_MM_LETTERS = "ACGTRYKMSWBDHVN"
 

@@ -18,8 +18,8 @@ from pairalign.scheduler import cost  # noqa: E402
 from pairalign.scheduler.distributed import connect  # noqa: E402
 from pairalign.scoring import Scoring  # noqa: E402
 
-FIELDS = ("query", "target", "score", "query_begin", "query_end", "target_begin",
-          "target_end", "identities", "length", "op_offsets", "op_code", "op_len")
+from conftest import FIELDS  # noqa: E402
+
 AMINO = list("ACDEFGHIKLMNPQRSTVWY")
 CPU = CPUBackend(threads=1)
 

@@ -10,6 +10,8 @@ from pairalign import engine
 from pairalign.backends import gpu_available
 from pairalign.kernels import gpu_backend
 
+from conftest import FIELDS
+
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not gpu_available(), reason="CuPy sees no CUDA device")]
 
@@ -20,8 +22,6 @@ def no_cpu_fallback(monkeypatch):
     monkeypatch.setattr(engine, "_default_fallback", lambda first: None)
 
 
-FIELDS = ("query", "target", "score", "query_begin", "query_end", "target_begin",
-          "target_end", "identities", "length", "op_offsets", "op_code", "op_len")
 
 
 def assert_same(a, b):

@@ -16,11 +16,11 @@ from pairalign.kernels import gpu_backend
 from pairalign.kernels.cpu_backend import CPUBackend
 from pairalign.scoring import Scoring
 
+from conftest import FIELDS
+
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not gpu_available(), reason="CuPy sees no CUDA device")]
 
-FIELDS = ("query", "target", "score", "query_begin", "query_end", "target_begin",
-          "target_end", "identities", "length", "op_offsets", "op_code", "op_len")
 
 
 @pytest.fixture(autouse=True)

@@ -30,8 +30,8 @@ from pairalign.scheduler.lpt import (Item, WorkQueue, balance, lpt_assign, lpt_b
 from pairalign.scheduler.windows import BLOCK, make_window, plan_windows, window_pairs
 from pairalign.scoring import Scoring
 
-FIELDS = ("query", "target", "score", "query_begin", "query_end", "target_begin",
-          "target_end", "identities", "length", "op_offsets", "op_code", "op_len")
+from conftest import FIELDS
+
 AMINO = list("ACDEFGHIKLMNPQRSTVWY")
 
 

@@ -1400,10 +1400,6 @@ struct Box {
     __device__ __forceinline__ long long steps() const {
         return (long long)((n + STRIPE - 1) / STRIPE) * m;
     }
-    // a wide box's traceback words: by bands of 32 lanes (fill_warp)
-    __device__ __forceinline__ long long wide_words() const {
-        return ((n + STRIPE - 1) / STRIPE + 31) / 32 * 32 * (long long)(m + 31);
-    }
 };
 
 #define WIDE_KEY (1LL << 62)
@@ -1446,7 +1442,7 @@ extern "C" __global__ void __launch_bounds__(256)
 box_items(
      const int npairs, const long long* __restrict__ order, const long long* __restrict__ key,
      const int* __restrict__ score, const int* __restrict__ ei, const int* __restrict__ ej,
-     const int* __restrict__ box_i0, const int* __restrict__ box_j0, const int wide_steps,
+     const int* __restrict__ box_i0, const int* __restrict__ box_j0,
      int* __restrict__ item, int* __restrict__ lane_of, int* __restrict__ item_s,
      int* __restrict__ item_m, int* __restrict__ counts)
 {
@@ -1465,7 +1461,7 @@ box_items(
     item[p] = it;
     lane_of[p] = k < nwide ? 0 : (k - nwide) % 32;
     if (score[p] > 0) {
-        const Box x(ei[p], ej[p], box_i0[p], box_j0[p], wide_steps);
+        const Box x(ei[p], ej[p], box_i0[p], box_j0[p], 0);
         atomicMax(item_s + it, (x.n + STRIPE - 1) / STRIPE);
         atomicMax(item_m + it, x.m);
     }

@@ -237,8 +237,8 @@ def bounded_arrays(plan: LayoutPlan, slot_bytes: int,
     reverse pass's rows and the boxes' boundary rows are at most that)."""
     n = plan.npairs
     i32, i64 = np.dtype(np.int32), np.dtype(np.int64)
-    score = np.dtype(np.int16) if plan.score_bytes == 2 else i32
     arrays = window_arrays(plan, False, operations=True)
+    score = arrays["bnd_h"][1]  # the boundary rows' entries
     # per pair: its box, the sum of the ends before it (the reverse pass's
     # rows), its sort key, its item (a wide box, or a warp of narrow ones) and
     # lane; per item: rows in stripes, columns, words and boundary entries
@@ -920,9 +920,9 @@ class GPUBackend:
                 h["off"] = lay["op_off"]
             h["ev"][0].record()
             t = time.perf_counter()
-            self._fill(job, state, plan, a, lay, mod, traceback, h["ev"][4])
+            self._fill(job, state, plan, a, lay, mod, dtype, traceback, h["ev"][4])
             if bounded:
-                h["ev_bounded"] = self._bounded_passes(job, state, a, lay, mod, dtype)
+                h["ev_bounded"] = self._bounded_passes(job, state, a, mod, dtype)
             h["ev"][1].record()
             if traceback:
                 sc = job.scoring
@@ -941,18 +941,17 @@ class GPUBackend:
         return h
 
     def _fill(self, job: Job, state: dict, plan: LayoutPlan, a: dict, lay: dict, mod,
-              traceback: bool, wide_done) -> None:
-        """Queue a window's fill kernels (with ``traceback`` or score-only) on
-        the current stream: the packed pairs, then the wide ones, then
-        (after ``wide_done`` is recorded) the narrow ones."""
+              dtype, traceback: bool, wide_done) -> None:
+        """Queue a window's fill kernels (scores of ``dtype``, with ``traceback``
+        or score-only) on the current stream: the packed pairs, then the wide
+        ones, then (after ``wide_done`` is recorded) the narrow ones."""
         sc = job.scoring
         npairs, nwide, npack = plan.npairs, plan.nwide, plan.npack
         d_row, d_col = a["rows"], a["cols"]
         bnd_h, bnd_f, tb = a["bnd_h"], a["bnd_f"], a["words"]
         tb_flag = "true" if traceback else "false"
         K = sc.matrix.shape[0]
-        neg = NEG[np.dtype(np.int16) if plan.score_bytes == 2 else np.dtype(np.int32)]
-        gaps = (np.int32(sc.gap_open), np.int32(sc.gap_extend), np.int32(neg))
+        gaps = (np.int32(sc.gap_open), np.int32(sc.gap_extend), np.int32(NEG[dtype]))
         rows, group = _pack_shape(traceback, job.mode)
         nwarps, nq = plan.couple_warps.size - 1, plan.query_warps
         if nwarps:  # a couple per group, a profile per warp
@@ -987,7 +986,7 @@ class GPUBackend:
             fill((narrow_blocks,), (THREADS,), args + (np.int32(wide_blocks),),
                  shared_mem=narrow_shared)
 
-    def _bounded_passes(self, job: Job, state: dict, a: dict, lay: dict, mod, dtype) -> list:
+    def _bounded_passes(self, job: Job, state: dict, a: dict, mod, dtype) -> list:
         """Queue, after a window's score pass, the reverse pass and the fill of
         each pair's box (BOUNDED_TRACEBACK; the kernels in ``align.cu``).
         Returns the events recorded after the score pass, after the reverse
@@ -1025,8 +1024,8 @@ class GPUBackend:
         order = cp.argsort(a["key"])  # the wide boxes, then the narrow ones, longest first
         mod.get_function("box_items")(
             grid, (THREADS,),
-            (np.int32(n), order, a["key"], *boxes[1:], wide_steps, a["item"],
-             a["lane"], a["item_s"], a["item_m"], a["counts"]))
+            (np.int32(n), order, a["key"], *boxes[1:], a["item"], a["lane"], a["item_s"],
+             a["item_m"], a["counts"]))
         mod.get_function("box_item_needs")(
             grid, (THREADS,), (np.int32(n), a["counts"], a["item_s"], a["item_m"], a["wneed"],
                                a["bneed"]))
@@ -1145,7 +1144,7 @@ class GPUBackend:
         self._add("download", time.perf_counter() - t_host)
         return {"h": h, "arrays": arrays, "offs": offs_h, "kept": kept}
 
-    def _bounded_result(self, job: Job, h: dict) -> dict:
+    def _bounded_result(self, job: Job, h: dict) -> None:
         """A bounded window, done: what its reverse pass and boxes took (for
         :meth:`_bounded`, and as ``bound_cells`` and ``box_cells``). Where its
         boxes' words did not fit its memory, or a box's end cell or score
@@ -1164,7 +1163,6 @@ class GPUBackend:
             again["ev"][2].synchronize()
             h.clear()
             h.update(again)
-        return h
 
     def _fetch(self, job: Job, done: dict) -> PairBatch:
         """Bring a detached window's results (:meth:`_detach`) to the host."""
