@@ -4,7 +4,7 @@ and settings of ``gpu_backend``.
     python benchmarks/kernel_ab.py [--cells 1e12] [--variant NAME=ITEM,ITEM ...]
 
 An item ``DEF`` defines a macro; ``ATTR=VALUE`` sets ``gpu_backend.ATTR`` (an
-integer, True, False, None or else a string) for that variant; ``SHAPE=RxG``
+integer, a float, True, False, None or else a string) for that variant; ``SHAPE=RxG``
 sets the packed score-only kernel's shape (rows a lane, lanes a group) in the
 run's mode; ``SOURCE=path`` compiles another version of ``align.cu``.
 
@@ -42,9 +42,7 @@ def run(be, seqs, tb, items, mode="local"):
             gb.PACK_SHAPES[mode] = (int(rows), int(group))
         elif "=" in item:
             attr, _, value = item.partition("=")
-            parsed = {"None": None, "True": True, "False": False}
-            setattr(gb, attr, parsed[value] if value in parsed
-                    else int(value) if value.lstrip("-").isdigit() else value)
+            setattr(gb, attr, setting(value))
     sc = Scoring.create("protein")
     job = Job(mode, sc, tb, SortedSet.encode(seqs, sc))
     be.timings.clear()
@@ -68,6 +66,20 @@ def run(be, seqs, tb, items, mode="local"):
                                           "gpu_span", "gpu_busy", "place", "place_upload", "place_device")}
             | {"malloc": ALLOC["seconds"], "slow mallocs": ALLOC["slow"]} | bounded),
             digest.hexdigest())
+
+
+def setting(value: str):
+    """A variant's ``ATTR=VALUE``: None, True, False, an integer, a float, or
+    else the string."""
+    parsed = {"None": None, "True": True, "False": False}
+    if value in parsed:
+        return parsed[value]
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    return value
 
 
 ALLOC = {"calls": 0, "seconds": 0.0, "slow": 0}
