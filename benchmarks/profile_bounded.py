@@ -12,6 +12,7 @@ from workloads import sampled_proteins  # noqa: E402
 
 from pairalign.engine import run_job  # noqa: E402
 from pairalign.job import Job, SortedSet  # noqa: E402
+from pairalign.kernels import gpu_backend  # noqa: E402
 from pairalign.kernels.gpu_backend import GPUBackend  # noqa: E402
 from pairalign.scoring import Scoring  # noqa: E402
 
@@ -20,6 +21,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--cells", type=float, default=2e11)
     args = ap.parse_args()
+    gpu_backend.BOUNDED_TRACEBACK = True  # off by default
     sc = Scoring.create("protein")
     be = GPUBackend()
     for seqs in (sampled_proteins(2e9, seed=2), sampled_proteins(args.cells)):
