@@ -33,7 +33,7 @@ import click
 
 from .backends import start_cuda
 from .engine import _NUMBA, parse_memory
-from .errors import DeviceErrorWarning, PairAlignError
+from .errors import CPUFallbackWarning, DeviceErrorWarning, PairAlignError
 from .kernels.conventions import MODES
 from .scoring import DNA_DEFAULTS, MATRIX_NAMES, PROTEIN_DEFAULTS
 
@@ -183,7 +183,8 @@ def handle_errors(f: Callable) -> Callable:
     broken pipe on stdout exits 141 without a word; ``MemoryError`` and other
     ``OSError`` (disk full) one line and status 2 and 1. Other exceptions are
     bugs and keep their traceback. A :class:`~pairalign.errors.DeviceErrorWarning`
-    is one line ``pairalign: warning: <message>``. numba starts first
+    or :class:`~pairalign.errors.CPUFallbackWarning` is one line ``pairalign:
+    warning: <message>``. numba starts first
     (:func:`start_numba`); for a run that may use a GPU, the CUDA driver
     starts on a thread (:func:`~pairalign.backends.start_cuda`) and numba
     once the run needs it (:func:`start_numba_when_needed`).
@@ -200,7 +201,7 @@ def handle_errors(f: Callable) -> Callable:
                 shown = warnings.showwarning
 
                 def show(message, category, *where, **kw):
-                    if issubclass(category, DeviceErrorWarning):  # one line, ours
+                    if issubclass(category, (DeviceErrorWarning, CPUFallbackWarning)):  # ours
                         say(f"warning: {message}")
                     else:
                         shown(message, category, *where, **kw)

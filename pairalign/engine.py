@@ -46,7 +46,7 @@ from typing import Callable, Iterable, Iterator, Protocol
 
 import numpy as np
 
-from .errors import DeviceErrorWarning, OptionError
+from .errors import CPUFallbackWarning, DeviceErrorWarning, OptionError
 from .job import Job
 from .pairs import PairBatch, Placement
 from .scheduler import cost as _cost
@@ -961,6 +961,11 @@ def iter_windows(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
         warnings.warn(f"{run.errors} window(s) failed and ran again elsewhere; results "
                       f"are complete, the first error was {run.first_error}",
                       DeviceErrorWarning, stacklevel=2)
+    fell = run.fallback_stats
+    if fell is not None and fell.pairs:
+        warnings.warn(f"{fell.pairs:,} of {total:,} pairs ({fell.cells / max(cells_total, 1):.1%} "
+                      f"of the cells) ran on the CPU: the device could not run their windows "
+                      f"(too large for its memory, or failing)", CPUFallbackWarning, stacklevel=2)
     wall = time.perf_counter() - started
     _record(job, work, run)
     if timings is not None:

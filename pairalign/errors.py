@@ -69,3 +69,10 @@ class DeviceErrorWarning(RuntimeWarning):
     """Windows failed on a device with an error other than running out of memory
     and ran again (on another device or the CPU): the results are complete and
     exact, but the device may be faulty and the run slower than it should be."""
+
+
+class CPUFallbackWarning(RuntimeWarning):
+    """Some windows of a device run ran on the CPU instead (blocks of pairs too
+    large for the devices' memory, or windows that failed on every device):
+    the results are complete and exact, but those pairs were aligned at CPU
+    speed."""

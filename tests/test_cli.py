@@ -371,9 +371,10 @@ def test_exit_now_leaves_a_dask_client_its_normal_exit(monkeypatch):
     assert exited.value.code == 4
 
 
-def test_device_error_warning_is_one_line(capsys):
-    """Windows retried after a device error: one line on stderr, the run goes on;
-    other warnings are shown as Python shows them."""
+@pytest.mark.parametrize("category", ["DeviceErrorWarning", "CPUFallbackWarning"])
+def test_device_warnings_are_one_line(capsys, category):
+    """Windows retried after a device error, or run on the CPU: one line on
+    stderr, the run goes on; other warnings are shown as Python shows them."""
     import warnings
 
     from pairalign.cli_options import handle_errors
@@ -381,7 +382,7 @@ def test_device_error_warning_is_one_line(capsys):
     @handle_errors
     def body():
         warnings.warn("3 window(s) failed and ran again elsewhere;\nthe first error ...",
-                      pairalign.DeviceErrorWarning)
+                      getattr(pairalign, category))
         warnings.warn("something else", UserWarning)
         return 7
 

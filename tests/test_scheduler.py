@@ -18,7 +18,7 @@ import pytest
 
 from pairalign.engine import (format_plan, format_run_report, iter_windows, plan, prepare_work,
                               run_job)
-from pairalign.errors import DeviceErrorWarning
+from pairalign.errors import CPUFallbackWarning, DeviceErrorWarning
 from pairalign.job import Job, SortedSet
 from pairalign.kernels.cpu_backend import CPUBackend
 from pairalign.pairs import PairBatch
@@ -400,8 +400,9 @@ def test_every_worker_failing_goes_to_the_fallback(tri):
     always = lambda w, calls: True  # noqa: E731
     fb = Fake("fallback")
     timings = {}
-    batches = list(iter_windows(job, [Fake("a", fail=always), Fake("b", fail=always)],
-                                width=32, fallback=fb, timings=timings))
+    with pytest.warns(CPUFallbackWarning, match=f"{len(ref):,} of {len(ref):,} pairs"):
+        batches = list(iter_windows(job, [Fake("a", fail=always), Fake("b", fail=always)],
+                                    width=32, fallback=fb, timings=timings))
     covered(job, batches)
     assert sum(w.pairs for w in fb.ran) == len(ref)
     labels = [w["label"] for w in timings["scheduler"]["workers"]]
@@ -414,11 +415,25 @@ def test_blocks_no_device_holds_go_to_the_fallback(tri):
     # the device holds 100 "bytes" (= pairs): 16 x 16 blocks of 256 pairs never fit,
     # diagonal blocks of 120 pairs neither; smaller ones do
     dev = Fake("dev", budget=100)
-    batches = list(iter_windows(job, [dev], width=64, fallback=fb))
+    with pytest.warns(CPUFallbackWarning) as caught:
+        batches = list(iter_windows(job, [dev], width=64, fallback=fb))
     covered(job, batches)
     assert all(w.pairs <= 100 for w in dev.ran)
     assert all(w.pairs > 100 for w in fb.ran) and fb.ran
     assert sum(w.pairs for w in dev.ran + fb.ran) == len(ref)
+    # the warning counts the pairs and the share of the cells that the CPU took
+    fell = sum(w.pairs for w in fb.ran)
+    share = sum(w.cells for w in fb.ran) / sum(w.cells for w in dev.ran + fb.ran)
+    (message,) = [str(w.message) for w in caught if w.category is CPUFallbackWarning]
+    assert message.startswith(f"{fell:,} of {len(ref):,} pairs ({share:.1%} of the cells)")
+
+
+def test_no_fallback_warning_where_the_device_runs_everything(tri):
+    job, ref = tri
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CPUFallbackWarning)
+        batches = list(iter_windows(job, [Fake("dev")], width=64, fallback=Fake("fallback")))
+    covered(job, batches)
 
 
 @pytest.mark.parametrize("pipeline", [False, True])
@@ -743,8 +758,14 @@ def test_device_with_less_memory_splits_at_run_time(tri):
     big = Fake("big", budget=10_000, delay=0.005, hold=small_ran)
     small, fb = Fake("small", budget=150, ran_event=small_ran), Fake("fb")
     timings = {}
-    batches = list(iter_windows(job, [big, small], width=64, fallback=fb, timings=timings))
+    # blocks that the device they come to does not hold run on the CPU, and say so
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", CPUFallbackWarning)
+        batches = list(iter_windows(job, [big, small], width=64, fallback=fb, timings=timings))
+    assert any(w.category is CPUFallbackWarning for w in caught) == bool(fb.ran)
     covered(job, batches)
     assert small.ran and all(w.pairs <= 150 for w in small.ran)
     assert sum(w.pairs for w in big.ran + small.ran + fb.ran) == len(ref)
-    same(run_job(job, [Fake("big", budget=10_000), Fake("small", budget=150)], width=64), ref)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CPUFallbackWarning)
+        same(run_job(job, [Fake("big", budget=10_000), Fake("small", budget=150)], width=64), ref)
