@@ -22,8 +22,6 @@ def no_cpu_fallback(monkeypatch):
     monkeypatch.setattr(engine, "_default_fallback", lambda first: None)
 
 
-
-
 def assert_same(a, b):
     for f in FIELDS:
         x, y = getattr(a.pairs, f), getattr(b.pairs, f)

@@ -16,11 +16,10 @@ from pairalign.kernels import gpu_backend
 from pairalign.kernels.cpu_backend import CPUBackend
 from pairalign.scoring import Scoring
 
-from conftest import FIELDS
+from conftest import AMINO, FIELDS
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not gpu_available(), reason="CuPy sees no CUDA device")]
-
 
 
 @pytest.fixture(autouse=True)
@@ -33,7 +32,7 @@ def bounded(monkeypatch):
     monkeypatch.setattr(engine, "_default_fallback", lambda first: None)
 
 
-def compare(seqs, scoring, width=None, **backend_settings):
+def compare(seqs, scoring, width=None):
     """Local alignments with traceback of all pairs of ``seqs`` on the GPU and
     the CPU, field by field; returns the GPU backend's timings."""
     job = Job("local", scoring, True, SortedSet.encode(seqs, scoring))
@@ -64,8 +63,6 @@ def mutated(rng, base, n, rate, letters):
     return out
 
 
-PROTEIN = "ACDEFGHIKLMNPQRSTVWY"
-
 CASES = {
     # many equal scores: every tie rule of the walk and of the end cell is taken
     "two letters": (lambda rng: random_seqs(rng, "AG", 90, 1, 300),
@@ -73,11 +70,11 @@ CASES = {
     "dna": (lambda rng: random_seqs(rng, "ACGT", 80, 1, 400),
             dict(alphabet="dna", match=2, mismatch=-3, gap_open=5, gap_extend=2)),
     # cheap gaps: long alignments, large reverse passes and boxes
-    "protein 5/2": (lambda rng: random_seqs(rng, PROTEIN, 60, 1, 700),
+    "protein 5/2": (lambda rng: random_seqs(rng, AMINO, 60, 1, 700),
                     dict(alphabet="protein", gap_open=5, gap_extend=2)),
     # homologs: boxes nearly the whole pair, wide ones on warps
-    "homologs": (lambda rng: mutated(rng, "".join(rng.choice(list(PROTEIN), 1500)), 24, 0.15,
-                                     PROTEIN),
+    "homologs": (lambda rng: mutated(rng, "".join(rng.choice(list(AMINO), 1500)), 24, 0.15,
+                                     AMINO),
                  dict(alphabet="protein")),
 }
 
@@ -114,8 +111,8 @@ def test_boxes_all_narrow_or_all_wide(monkeypatch, wide):
     monkeypatch.setattr(gpu_backend, "BOUNDED_MAX_SHARE", 1e9)
     monkeypatch.setattr(gpu_backend, "WIDE_STEPS", wide)
     rng = np.random.default_rng(5)
-    seqs = random_seqs(rng, PROTEIN, 40, 1, 600) + mutated(rng, "".join(
-        rng.choice(list(PROTEIN), 900)), 6, 0.1, PROTEIN)
+    seqs = random_seqs(rng, AMINO, 40, 1, 600) + mutated(rng, "".join(
+        rng.choice(list(AMINO), 900)), 6, 0.1, AMINO)
     t = compare(seqs, Scoring.create("protein", gap_open=7, gap_extend=1), width=16)
     assert "bounded_mismatch" not in t
 
@@ -126,8 +123,8 @@ def test_reverse_pass_past_its_cap_takes_the_prefix(monkeypatch):
     monkeypatch.setattr(gpu_backend, "BOUNDED_MAX_SHARE", 1e9)
     monkeypatch.setattr(gpu_backend, "BOUND_CELLS", 64)
     rng = np.random.default_rng(12)
-    seqs = random_seqs(rng, PROTEIN, 40, 1, 500) + mutated(rng, "".join(
-        rng.choice(list(PROTEIN), 700)), 6, 0.1, PROTEIN)
+    seqs = random_seqs(rng, AMINO, 40, 1, 500) + mutated(rng, "".join(
+        rng.choice(list(AMINO), 700)), 6, 0.1, AMINO)
     t = compare(seqs, Scoring.create("protein"), width=16)
     assert "bounded_mismatch" not in t
     assert t["box_cells"] > 0.2 * t["cells"]  # prefixes: about a third of the cells
@@ -146,7 +143,7 @@ def test_boxes_that_do_not_fit_run_again_in_full(monkeypatch):
 
     monkeypatch.setattr(gpu_backend, "bounded_arrays", small)
     rng = np.random.default_rng(8)
-    t = compare(random_seqs(rng, PROTEIN, 50, 50, 400), Scoring.create("protein"), width=16)
+    t = compare(random_seqs(rng, AMINO, 50, 50, 400), Scoring.create("protein"), width=16)
     assert t.get("bounded_overflow", 0) > 0
 
 
@@ -169,7 +166,7 @@ def test_homologs_go_back_to_the_full_traceback(launched):
     """Once the bounded windows of a job have spent more than the share, the
     rest take the full traceback (and give the same alignments)."""
     rng = np.random.default_rng(9)
-    seqs = mutated(rng, "".join(rng.choice(list(PROTEIN), 800)), 40, 0.1, PROTEIN)
+    seqs = mutated(rng, "".join(rng.choice(list(AMINO), 800)), 40, 0.1, AMINO)
     compare(seqs, Scoring.create("protein"), width=16)
     assert launched[0] and not all(launched)
     # none bounded again after the first full one
@@ -179,7 +176,7 @@ def test_homologs_go_back_to_the_full_traceback(launched):
 @pytest.mark.parametrize("mode", ["global", "semiglobal"])
 def test_other_modes_take_the_full_traceback(launched, mode):
     rng = np.random.default_rng(10)
-    seqs = random_seqs(rng, PROTEIN, 30, 1, 300)
+    seqs = random_seqs(rng, AMINO, 30, 1, 300)
     cpu = pairalign.align_all(seqs, mode=mode, backend="cpu")
     gpu = pairalign.align_all(seqs, mode=mode, backend="gpu")
     for f in FIELDS:
