@@ -129,23 +129,43 @@ __device__ __forceinline__ void offer(int h, int i, int j, int& best, int& bi, i
 
 // The substitution matrix in shared memory, rows 32 apart (as fill loads it):
 // W(a, b) at qa + b for qa = 32 a. A warp's narrow pairs share their query, so its
-// lanes read one row, in different banks.
+// lanes read one row, in different banks. A column's scores are read through
+// column(b): what depends on the target residue alone is worked out once a
+// column, not once a cell.
 struct SharedMatrix {
     const int* s;
-    __device__ __forceinline__ int operator()(int qa, int b) const { return s[qa + b]; }
+    struct Column {
+        const int* p;
+        __device__ __forceinline__ int operator()(int qa) const { return p[qa]; }
+    };
+    __device__ __forceinline__ Column column(int b) const { return Column{s + b}; }
 };
 
 // The same as signed bytes, a copy in each bank (load_lane_matrix): lane l
 // reads only bank l, so lanes that score pairs of residues of their own (the
 // bounded traceback's passes) do not conflict (with SharedMatrix, ncu counted
 // 39-70 M bank conflicts in a window's narrow box fill and 118 M in its
-// reverse pass: NOTES.md, v21). Entries of row PAD are -128.
+// reverse pass: NOTES.md, v21). Entries of row PAD are -128. Entry (a, b),
+// e = qa + b, is byte e % 4 of word (e / 4) * 32 + lane; since qa is a
+// multiple of 32 that is byte b % 4 of word 8 qa + (b / 4) * 32 + lane, so a
+// cell costs an address, a load and a PRMT that picks the byte with its sign.
 struct LaneMatrix {
     const unsigned* s;
     int lane;
-    __device__ __forceinline__ int operator()(int qa, int b) const {
-        const int e = qa + b;
-        return (int)(signed char)(s[(e >> 2) * 32 + lane] >> (8 * (e & 3)));
+    struct Column {
+        unsigned addr;  // the shared-memory address of entry (0, b)'s word
+        unsigned sel;   // PRMT selector: byte b % 4, its sign bit replicated above
+        __device__ __forceinline__ int operator()(int qa) const {
+            unsigned w, r;
+            asm("ld.shared.u32 %0, [%1];" : "=r"(w) : "r"(addr + ((unsigned)qa << 5)));
+            asm("prmt.b32 %0, %1, 0, %2;" : "=r"(r) : "r"(w), "r"(sel));
+            return (int)r;
+        }
+    };
+    __device__ __forceinline__ Column column(int b) const {
+        const unsigned k = b & 3;
+        return Column{(unsigned)__cvta_generic_to_shared(s + (b >> 2) * 32 + lane),
+                      k | (k | 8) * 0x1110u};
     }
 };
 
@@ -170,16 +190,21 @@ struct Stripe {
     template <typename Matrix>
     __device__ __forceinline__ unsigned column(const Matrix& mat, int bc, int diag, int& hup,
                                                int& fup, int go, int ge) {
+        const auto col = mat.column(bc);
         int sub[STRIPE];
 #pragma unroll
-        for (int r = 0; r < STRIPE; ++r) sub[r] = mat(qa[r], bc);
+        for (int r = 0; r < STRIPE; ++r) sub[r] = col(qa[r]);
         return column(sub, diag, hup, fup, go, ge);
     }
 
     // The same with the substitution scores of the column's cells given.
     __device__ __forceinline__ unsigned column(const int (&sub)[STRIPE], int diag, int& hup,
                                                int& fup, int go, int ge) {
-        unsigned word = 0;
+        // the traceback's four comparisons a row, each shifted in as the sign
+        // of a difference (one subtract and one funnel shift a bit, where a
+        // compare, a select, a shift and an OR took four): after the stripe's
+        // rows, the low byte of plane k holds row r at bit 7 - r
+        unsigned plane[4];
 #pragma unroll
         for (int r = 0; r < STRIPE; ++r) {
             const int d = diag + sub[r];
@@ -192,10 +217,11 @@ struct Stripe {
             const int h = (mode != LOCAL) ? __viaddmax_s32(ef, -go, d)
                         : want_tb ? __vimax_s32_relu(d, ef - go)
                                   : __viaddmax_s32_relu(ef, -go, d);
-            if (want_tb) {  // E' and F' of the next cells: max(X' - ge, h)
-                word |= ((unsigned)(e < f) | ((unsigned)(h != d) << 8)
-                         | ((unsigned)(e - ge > h) << 16) | ((unsigned)(f - ge > h) << 24))
-                        << r;
+            if (want_tb) {  // E' and F' of the next cells: max(X' - ge, h); h >= d
+                plane[0] = __funnelshift_l(e - f, plane[0], 1);       // e < f
+                plane[1] = __funnelshift_l(d - h, plane[1], 1);       // h != d
+                plane[2] = __funnelshift_l(h - e + ge, plane[2], 1);  // e - ge > h
+                plane[3] = __funnelshift_l(h - f + ge, plane[3], 1);  // f - ge > h
             }
             diag = hl[r];
             hl[r] = h;
@@ -203,7 +229,10 @@ struct Stripe {
             hup = h;
             fup = f;
         }
-        return word;
+        if (!want_tb) return 0;
+        // bytes [plane 3, 2, 1, 0] reversed bit by bit: plane k's row r at 8 k + r
+        return __brev(__byte_perm(__byte_perm(plane[3], plane[2], 0x0040),
+                                  __byte_perm(plane[1], plane[0], 0x0040), 0x5410));
     }
 
     __device__ __forceinline__ int pick(int r) const {
@@ -1277,7 +1306,7 @@ __device__ __forceinline__ void load_lane_matrix(unsigned* lm, const int* matrix
 // the pair far more than its score tells, and lanes that waited for the
 // warp's longest pass took most of the time (1e12 cells on the H100: 0.29 s
 // summed over the windows with a pair a thread, sorted by score). The row
-// above a stripe, (H, F) a column, ej + 2 entries, at scratch[ej_sum[p] -
+// above a stripe, (H, F + go) a column, ej + 2 entries, at scratch[ej_sum[p] -
 // ej[p] + 2 p] on (ej_sum: the inclusive sum of ej over pairs). A pair whose
 // pass takes more than `cap` cells (homologs: a band as long as the pair, on
 // one thread) stops there with the box of its whole prefix (a box that holds
@@ -1306,6 +1335,14 @@ bound_starts(
     long long cells = 0;
     int qa[BOUND_ROWS], hl[BOUND_ROWS], el[BOUND_ROWS];
     bool done = true;  // no pair in hand, or its pass is over
+    // column j's row above and target residue, loaded a column ahead: the
+    // pass waited on these loads more than on anything else (ncu, v23)
+    int2 up_next = make_int2(BNEG, BNEG);
+    int bc_next = 0;
+    auto fetch = [&](int jj) {
+        up_next = jj <= hi ? row[jj] : make_int2(BNEG, BNEG);
+        bc_next = jj <= m ? b[m - jj] : 0;
+    };
     auto stripe = [&]() {  // start the stripe from row i0 (reversed), columns from lo
         real = n - i0;
 #pragma unroll
@@ -1318,6 +1355,7 @@ bound_starts(
         nlo = m + 1;
         nhi = -1;
         j = max(lo, 1);
+        fetch(j);
     };
     while (true) {
         if (done) {
@@ -1342,18 +1380,18 @@ bound_starts(
             stripe();
             done = false;
         }
-        const int2 up = j <= hi ? row[j] : make_int2(BNEG, BNEG);
-        int hup = up.x, fup = up.y;
-        const int bc = b[m - j];
+        int hup = up_next.x, fup = up_next.y;
+        const auto col = mat.column(bc_next);
+        fetch(j + 1);  // row[j + 1] is the stripe above's until this stripe gets there
         int diag = diag0;
         diag0 = hup;
         int c = BNEG;
 #pragma unroll
         for (int r = 0; r < BOUND_ROWS; ++r) {
-            const int d = diag + mat(qa[r], bc);  // rows past the prefix: dead below
-            const int e = max(el[r] - ge, hl[r] - go);
-            const int f = max(fup - ge, hup - go);
-            int h = __vimax3_s32(d, e, f);
+            const int d = diag + col(qa[r]);  // rows past the prefix: dead below
+            const int e = __viaddmax_s32(el[r], -ge, hl[r]);  // E + go, as F
+            const int f = __viaddmax_s32(fup, -ge, hup);
+            int h = __viaddmax_s32(max(e, f), -go, d);
             h = h > 0 && r < real ? h : BNEG;
             diag = hl[r];
             hl[r] = h;
