@@ -20,8 +20,10 @@ from pairalign.scoring import Scoring  # noqa: E402
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--cells", type=float, default=2e11)
+    ap.add_argument("--source", help="another version of align.cu to compile")
     args = ap.parse_args()
     gpu_backend.BOUNDED_TRACEBACK = True  # off by default
+    gpu_backend.SOURCE = args.source
     sc = Scoring.create("protein")
     be = GPUBackend()
     for seqs in (sampled_proteins(2e9, seed=2), sampled_proteins(args.cells)):
