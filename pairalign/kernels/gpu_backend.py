@@ -126,7 +126,8 @@ DEVICE_OPS_SHARE = 0.1
 #: H100 it only draws level at 1e12 cells (0.77 s against 0.74 s, local, in
 #: one process) and loses on the proteome (0.26 s against 0.21 s); its
 #: reverse pass and box fill run at 200-300 GCUPS, one pair a thread, against
-#: the packed kernels' 1,300-3,700 (NOTES.md, v21).
+#: the packed kernels' 1,300-3,700 (NOTES.md, v21). At 1e13 cells, four
+#: in-process A/Bs from level to 6% faster (v22-v23): still off.
 BOUNDED_TRACEBACK = False
 #: A job's windows go back to the full traceback once its bounded ones have
 #: spent, in the reverse pass and the boxes together, more than this share of
