@@ -29,13 +29,15 @@ from workloads import PROTEOME, sampled_proteins  # noqa: E402
 
 import pairalign  # noqa: E402
 from pairalign.job import SortedSet  # noqa: E402
+from pairalign.kernels.gpu_backend import BOUND_CELLS, BOX_WIDE_STEPS, WIDE_STEPS  # noqa: E402
 
 NEG = -(1 << 40)
 
 
 @njit(cache=True)
-def reverse_pass(q, t, W, go, ge, ei, ej, opt, rows):
-    """``bound_starts`` of align.cu: returns (i0, j0, cells computed)."""
+def reverse_pass(q, t, W, go, ge, ei, ej, opt, rows, cap):
+    """``bound_starts`` of align.cu: returns (i0, j0, cells computed); past
+    ``cap`` cells the box is the whole prefix, as the kernel's."""
     n, m = ei, ej
     bh = np.full(m + 2, NEG, np.int64)  # the row above the stripe: H, F by column
     bf = np.full(m + 2, NEG, np.int64)
@@ -69,6 +71,8 @@ def reverse_pass(q, t, W, go, ge, ei, ej, opt, rows):
                 hup, fup = h, f
                 c = max(c, h)
             cells += rows
+            if cells > cap:
+                return 1, 1, cells
             if c == opt:
                 for r in range(rows):
                     if hl[r] == opt:
@@ -153,9 +157,12 @@ def runs(ops) -> str:
     return "".join(out)
 
 
-def check(label: str, seqs: list[str], rows: int, **scoring) -> int:
+def check(label: str, seqs: list[str], rows: int, cap: int, wide_steps: int,
+          **scoring) -> int:
     """Box alignments against the CPU backend's, pair by pair; returns the
-    number that differ."""
+    number that differ. Also the boxes' cells in wide boxes (a warp each on
+    the GPU: at least ``wide_steps`` column steps of 8 rows) and in the
+    prefixes of pairs whose reverse pass passed ``cap`` cells."""
     ref = pairalign.align_all(seqs, mode="local", backend="cpu", **scoring)
     sc = ref.scoring
     W = sc.matrix.astype(np.int64)
@@ -165,7 +172,7 @@ def check(label: str, seqs: list[str], rows: int, **scoring) -> int:
     enc = [np.asarray(sc.encode(s), np.int64) for s in seqs]
     p = ref.pairs
     bad_full = bad = 0
-    cells = prefix = reverse = box = 0
+    cells = prefix = reverse = box = wide = capped = ncapped = 0
     for k in range(len(p)):
         a, b = int(p.query[k]), int(p.target[k])
         flip = pos[a] > pos[b]  # the kernels' query is the longer (earlier sorted)
@@ -182,17 +189,25 @@ def check(label: str, seqs: list[str], rows: int, **scoring) -> int:
         score, ei, ej = want[0], want[2], want[4]
         if score <= 0:
             continue
-        i0, j0, c = reverse_pass(q, t, W, sc.gap_open, sc.gap_extend, ei, ej, score, rows)
+        i0, j0, c = reverse_pass(q, t, W, sc.gap_open, sc.gap_extend, ei, ej, score, rows,
+                                 cap)
         prefix += ei * ej
         reverse += c
-        box += (ei - i0 + 1) * (ej - j0 + 1)
+        box_rows, box_cols = ei - i0 + 1, ej - j0 + 1
+        box += box_rows * box_cols
+        wide += box_rows * box_cols if -(-box_rows // 8) * box_cols >= wide_steps else 0
+        if c > cap:
+            ncapped += 1
+            capped += box_rows * box_cols
         s, qb, qe, tb, te, ops = local_walk(q[i0 - 1:ei], t[j0 - 1:ej], W, sc.gap_open,
                                             sc.gap_extend)
         got = (s, qb + i0 - 1, qe + i0 - 1, tb + j0 - 1, te + j0 - 1, runs(ops))
         bad += got != want
     print(f"{label:34} pairs {len(p):7}  model/reference differ {bad_full}  "
           f"box/reference differ {bad}  prefix {prefix / cells:.3f}  "
-          f"reverse pass {reverse / cells:.4f}  boxes {box / cells:.4f}", flush=True)
+          f"reverse pass {reverse / cells:.4f}  boxes {box / cells:.4f} (wide "
+          f"{wide / max(box, 1):.2f}, {ncapped} capped pairs' prefixes "
+          f"{capped / max(box, 1):.2f})", flush=True)
     return bad + bad_full
 
 
@@ -201,7 +216,12 @@ def main() -> int:
     ap.add_argument("--cells", type=float, default=1e9)
     ap.add_argument("--seed", type=int, default=3)
     ap.add_argument("--rows", type=int, default=16, help="reversed rows a stripe")
+    ap.add_argument("--cap", type=int, default=BOUND_CELLS,
+                    help="a reverse pass's cells past which the box is the prefix")
+    ap.add_argument("--wide-steps", type=int, default=min(BOX_WIDE_STEPS, WIDE_STEPS),
+                    help="column steps of 8 rows from which a box is wide (a warp)")
     args = ap.parse_args()
+    box = (args.rows, args.cap, args.wide_steps)
     rng = np.random.default_rng(args.seed)
     sampled = sampled_proteins(args.cells, seed=args.seed)
     proteome = pairalign.read_sequences(PROTEOME).sequences
@@ -209,14 +229,14 @@ def main() -> int:
                                    for _ in range(n)]
     dna = rand("ACGT", 80, 200)
     bad = sum([
-        check("sampled, BLOSUM62 11/1", sampled, args.rows),
-        check("sampled, BLOSUM62 5/2", sampled[:120], args.rows, gap_open=5, gap_extend=2),
+        check("sampled, BLOSUM62 11/1", sampled, *box),
+        check("sampled, BLOSUM62 5/2", sampled[:120], *box, gap_open=5, gap_extend=2),
         check("proteome sample, BLOSUM62 11/1",
-              [proteome[i] for i in rng.choice(len(proteome), 250, replace=False)], args.rows),
-        check("two letters, 1/-1 3/1", rand("AG", 80, 90), args.rows, alphabet="dna",
+              [proteome[i] for i in rng.choice(len(proteome), 250, replace=False)], *box),
+        check("two letters, 1/-1 3/1", rand("AG", 80, 90), *box, alphabet="dna",
               match=1, mismatch=-1, gap_open=3, gap_extend=1),
-        check("DNA, 2/-3 5/2", dna, args.rows, alphabet="dna"),
-        check("DNA, 1/-1 2/1", dna, args.rows, alphabet="dna", match=1, mismatch=-1,
+        check("DNA, 2/-3 5/2", dna, *box, alphabet="dna"),
+        check("DNA, 1/-1 2/1", dna, *box, alphabet="dna", match=1, mismatch=-1,
               gap_open=2, gap_extend=1),
     ])
     return 1 if bad else 0

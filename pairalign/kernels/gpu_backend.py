@@ -143,7 +143,9 @@ BOUND_CELLS = 1 << 15
 BOUND_ROWS = 16
 #: Column steps (8 rows each) from which a box is filled by a warp, not a
 #: thread (at most WIDE_STEPS: the tests set that to 0 for every box on a warp).
-BOX_WIDE_STEPS: int | None = 1 << 13
+#: It was 1 << 13 until v23, which the cap made 1 << 11 all the same: v21's
+#: A/B of 2 K, 8 K and 32 K steps ran one setting three times (NOTES.md, v23).
+BOX_WIDE_STEPS: int | None = 1 << 11
 #: Pairs a lane of the reverse pass takes on average (lanes take the next pair
 #: as they finish one: fewer lanes than pairs, so that a lane with a short
 #: pass takes another while its neighbours finish theirs).
