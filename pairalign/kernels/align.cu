@@ -204,7 +204,7 @@ struct Stripe {
         // of a difference (one subtract and one funnel shift a bit, where a
         // compare, a select, a shift and an OR took four): after the stripe's
         // rows, the low byte of plane k holds row r at bit 7 - r
-        unsigned plane[4];
+        unsigned plane[4] = {};  // shifted out by the stripe's 8 rows
 #pragma unroll
         for (int r = 0; r < STRIPE; ++r) {
             const int d = diag + sub[r];
