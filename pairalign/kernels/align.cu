@@ -273,18 +273,17 @@ struct Stripe {
     }
 };
 
-// One thread, one pair (see the top of the file for the layout). S: entries
-// from one column's boundary entry and traceback word to the next (32 where
-// a warp's pairs interleave, 1 for a pair laid out alone: fill_box).
-template <int mode, bool want_tb, int S = 32, typename Matrix = SharedMatrix>
+// One thread, one pair (see the top of the file for the layout: a warp's 32
+// pairs interleave their boundary entries and traceback words).
+template <int mode, bool want_tb, typename Matrix>
 __device__ __forceinline__ void fill_thread(
      const Matrix& smat, const unsigned char* a, int n, const unsigned char* b, int m,
      int go, int ge, int neg, SCORE* bnd_h, SCORE* bnd_f, unsigned int* tbw, int wm,
      int& best, int& bi, int& bj)
 {
     for (int j = 0; j <= m; ++j) {
-        bnd_h[j * S] = (SCORE)(mode == GLOBAL ? gap_boundary(j, go, ge) : 0);
-        bnd_f[j * S] = (SCORE)neg;
+        bnd_h[j * 32] = (SCORE)(mode == GLOBAL ? gap_boundary(j, go, ge) : 0);
+        bnd_f[j * 32] = (SCORE)neg;
     }
     Stripe<mode, want_tb> st;
     for (int i0 = 0; i0 < n; i0 += STRIPE) {
@@ -293,16 +292,16 @@ __device__ __forceinline__ void fill_thread(
         bnd_h[0] = (SCORE)((mode == GLOBAL) ? gap_boundary(i0 + STRIPE, go, ge) : 0);
         // the next column's inputs are loaded one column ahead: their latency
         // (L2, and L1 for the target) hides behind this column's arithmetic
-        int bc_next = b[0], hup_next = bnd_h[S], fup_next = bnd_f[S];
+        int bc_next = b[0], hup_next = bnd_h[32], fup_next = bnd_f[32];
         for (int j = 1; j <= m; ++j) {
             const int bc = bc_next;
-            const int bidx = j * S;
+            const int bidx = j * 32;
             int hup = hup_next;
             int fup = fup_next;
             if (j < m) {
                 bc_next = b[j];
-                hup_next = bnd_h[bidx + S];
-                fup_next = bnd_f[bidx + S];
+                hup_next = bnd_h[bidx + 32];
+                fup_next = bnd_f[bidx + 32];
             }
             const int diag = diag0;
             diag0 = hup;
@@ -311,7 +310,7 @@ __device__ __forceinline__ void fill_thread(
             bnd_h[bidx] = (SCORE)hup;
             bnd_f[bidx] = (SCORE)fup;
             if (want_tb)
-                tbw[((long long)(i0 / STRIPE) * wm + (j - 1)) * S] = word;
+                tbw[((long long)(i0 / STRIPE) * wm + (j - 1)) * 32] = word;
         }
     }
 }
@@ -1111,12 +1110,12 @@ struct Runs {
 // which it leaves in i and j (see walk for the layouts): tbw holds the pair's
 // words (a narrow pair's: its lane's of the warp's block), word (stripe s,
 // column j) at ((s / gs) * span + (j - 1) + (s % gs) / (gs / g)) * gs + s % gs
-// where wide, else at (s * span + (j - 1)) * S. v: the end cell's score. The
+// where wide, else at (s * span + (j - 1)) * 32. v: the end cell's score. The
 // operations go from op_off on, in order (start to end).
 template <int mode>
 __device__ __forceinline__ void walk_pair(
      const unsigned char* a, const unsigned char* b, const unsigned int* tbw, bool wide,
-     int g, int gs, long long span, int S, const int* matrix, int K, int go, int ge, int v,
+     int g, int gs, long long span, const int* matrix, int K, int go, int ge, int v,
      long long op_off, unsigned char* op_code, int* op_len, int& i, int& j, int& nops,
      int& ident, int& length)
 {
@@ -1129,7 +1128,7 @@ __device__ __forceinline__ void walk_pair(
     // memory once a stripe or WALK_AHEAD columns instead of at every step
     unsigned ahead[WALK_AHEAD];
     int ahead_s = -1, ahead_n = 0;  // their stripe, and how many are left
-    const long long column_words = wide ? gs : S;  // from a column's word to the next's
+    const long long column_words = wide ? gs : 32;  // from a column's word to the next's
     auto left = [&]() {  // one column left: the next word moves up
 #pragma unroll
         for (int k = 0; k + 1 < WALK_AHEAD; ++k) ahead[k] = ahead[k + 1];
@@ -1149,7 +1148,7 @@ __device__ __forceinline__ void walk_pair(
         if (s != ahead_s || ahead_n == 0) {
             const long long word =
                 wide ? ((s / gs) * span + (j - 1) + (s % gs) / (gs / g)) * gs + s % gs
-                     : ((long long)s * span + (j - 1)) * S;
+                     : ((long long)s * span + (j - 1)) * 32;
 #pragma unroll
             for (int k = 0; k < WALK_AHEAD; ++k)
                 ahead[k] = j - k >= 1 ? tbw[word - k * column_words] : 0u;
@@ -1226,7 +1225,7 @@ walk(
     // local mode: the score of the current state's cell, carried back from the
     // end cell (H = 0 is where the alignment starts; see the top of the file)
     int i = ei[p], j = ej[p], nops, ident, length;
-    walk_pair<mode>(a, b, tbw, wide, g, gs, span, 32, matrix, K, go, ge, score[p], op_off[p],
+    walk_pair<mode>(a, b, tbw, wide, g, gs, span, matrix, K, go, ge, score[p], op_off[p],
                     op_code, op_len, i, j, nops, ident, length);
     out_qb[p] = i;
     out_tb[p] = j;
@@ -1435,9 +1434,8 @@ struct Box {
     bool wide;
     __device__ __forceinline__ Box(int ei, int ej, int i0, int j0, int wide_steps)
         : n(ei - i0 + 1), m(ej - j0 + 1), wide(steps() >= wide_steps) {}
-    __device__ __forceinline__ long long steps() const {
-        return (long long)((n + STRIPE - 1) / STRIPE) * m;
-    }
+    __device__ __forceinline__ int stripes() const { return (n + STRIPE - 1) / STRIPE; }
+    __device__ __forceinline__ long long steps() const { return (long long)stripes() * m; }
 };
 
 #define WIDE_KEY (1LL << 62)
@@ -1459,7 +1457,7 @@ box_keys(
         if (score[p] > 0) {
             const Box x(ei[p], ej[p], box_i0[p], box_j0[p], wide_steps);
             key[p] = x.wide ? -WIDE_KEY - x.steps()
-                            : -((long long)((x.n + STRIPE - 1) / STRIPE) << 32 | x.m);
+                            : -((long long)x.stripes() << 32 | x.m);
             cells = (long long)x.n * x.m;
         } else {
             key[p] = 1;
@@ -1500,7 +1498,7 @@ box_items(
     lane_of[p] = k < nwide ? 0 : (k - nwide) % 32;
     if (score[p] > 0) {
         const Box x(ei[p], ej[p], box_i0[p], box_j0[p], 0);
-        atomicMax(item_s + it, (x.n + STRIPE - 1) / STRIPE);
+        atomicMax(item_s + it, x.stripes());
         atomicMax(item_m + it, x.m);
     }
 }
@@ -1620,7 +1618,7 @@ walk_box(
         j = x.m;
         walk_pair<LOCAL>(codes + offsets[rows[p]] + i0 - 1, codes + offsets[cols[p]] + j0 - 1,
                          words + wend[it] - words_need[it] + (wide ? 0 : lane_of[p]), wide,
-                         32, 32, wide ? x.m + 31 : item_m[it], 32, matrix, K, go, ge,
+                         32, 32, wide ? x.m + 31 : item_m[it], matrix, K, go, ge,
                          score[p], op_off[p], op_code, op_len, i, j, nops, ident, length);
         i += i0 - 1;
         j += j0 - 1;
