@@ -34,6 +34,19 @@ AMINO = "ACDEFGHIKLMNPQRSTVWY"
 #: Every column of a run's results (PairBatch), for comparisons field by field.
 FIELDS = ("query", "target", "score", "query_begin", "query_end", "target_begin",
           "target_end", "identities", "length", "op_offsets", "op_code", "op_len")
+
+
+def assert_same_pairs(got, want) -> None:
+    """Two runs' results (``PairBatch``) equal column by column (FIELDS); a
+    column that differs is named with the first places where it does."""
+    for f in FIELDS:
+        x, y = getattr(got, f), getattr(want, f)
+        assert x.shape == y.shape, f"{f}: shapes {x.shape} and {y.shape}"
+        bad = np.flatnonzero(x != y)
+        assert bad.size == 0, (f"{f} differs at {bad.size} places, first {bad[:5]}: "
+                               f"{x[bad[:5]]} vs {y[bad[:5]]}")
+
+
 #: Letters of pairalign's match/mismatch DNA matrix (only A, C, G, T score a match).
 DNA_MM_LETTERS = "ACGTRYKMSWBDHVN"
 

@@ -18,7 +18,7 @@ from pairalign.scheduler import cost  # noqa: E402
 from pairalign.scheduler.distributed import connect  # noqa: E402
 from pairalign.scoring import Scoring  # noqa: E402
 
-from conftest import FIELDS  # noqa: E402
+from conftest import assert_same_pairs as same  # noqa: E402
 
 AMINO = list("ACDEFGHIKLMNPQRSTVWY")
 CPU = CPUBackend(threads=1)
@@ -33,11 +33,6 @@ def job_of(n, m=None, mode="local", traceback=True):
     sc = Scoring.create("protein")
     return Job(mode, sc, traceback, SortedSet.encode(seqs(n, 1), sc),
                None if m is None else SortedSet.encode(seqs(m, 2), sc))
-
-
-def same(a, b):
-    for f in FIELDS:
-        assert np.array_equal(getattr(a, f), getattr(b, f)), f
 
 
 @pytest.fixture(autouse=True)

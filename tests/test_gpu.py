@@ -10,7 +10,7 @@ from pairalign import engine
 from pairalign.backends import gpu_available
 from pairalign.kernels import gpu_backend
 
-from conftest import FIELDS
+from conftest import assert_same_pairs
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not gpu_available(), reason="CuPy sees no CUDA device")]
@@ -23,13 +23,7 @@ def no_cpu_fallback(monkeypatch):
 
 
 def assert_same(a, b):
-    for f in FIELDS:
-        x, y = getattr(a.pairs, f), getattr(b.pairs, f)
-        assert x.shape == y.shape, f
-        if not np.array_equal(x, y):
-            bad = np.flatnonzero(x != y) if x.shape == y.shape else []
-            raise AssertionError(f"{f} differs at {len(bad)} places, first {bad[:5]}: "
-                                 f"{x[bad[:5]]} vs {y[bad[:5]]}")
+    assert_same_pairs(a.pairs, b.pairs)
 
 
 def both(seqs, **kw):
@@ -249,8 +243,7 @@ def test_streamed_results_spill_with_operations_on_the_device(data_dir):
     parts = list(in_input_order(gjob, gpu_be, bucket_bytes=budget, width=32))
     assert len(parts) >= 2
     whole = PairBatch.concat(parts)
-    for name in FIELDS:
-        assert np.array_equal(getattr(whole, name), getattr(ref, name)), name
+    assert_same_pairs(whole, ref)
 
 
 @pytest.mark.parametrize("mode", ["global", "semiglobal", "local"])
@@ -372,6 +365,4 @@ def test_run_left_early_then_again(data_dir):
     run = be.run_windows(job, state, windows)
     next(run)
     run.close()
-    got, want = run_job(job, be), run_job(job, CPUBackend())
-    for f in FIELDS:
-        assert np.array_equal(getattr(got, f), getattr(want, f)), f
+    assert_same_pairs(run_job(job, be), run_job(job, CPUBackend()))

@@ -16,7 +16,7 @@ from pairalign.kernels import gpu_backend
 from pairalign.kernels.cpu_backend import CPUBackend
 from pairalign.scoring import Scoring
 
-from conftest import AMINO, FIELDS
+from conftest import AMINO, assert_same_pairs
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not gpu_available(), reason="CuPy sees no CUDA device")]
@@ -37,13 +37,7 @@ def compare(seqs, scoring, width=None):
     the CPU, field by field; returns the GPU backend's timings."""
     job = Job("local", scoring, True, SortedSet.encode(seqs, scoring))
     be = gpu_backend.GPUBackend()
-    got = run_job(job, be, width=width)
-    want = run_job(job, CPUBackend())
-    for f in FIELDS:
-        x, y = getattr(got, f), getattr(want, f)
-        assert x.shape == y.shape, f
-        bad = np.flatnonzero(x != y)
-        assert bad.size == 0, f"{f} differs at {bad.size} places, first {bad[:5]}"
+    assert_same_pairs(run_job(job, be, width=width), run_job(job, CPUBackend()))
     return be.timings
 
 
@@ -179,6 +173,5 @@ def test_other_modes_take_the_full_traceback(launched, mode):
     seqs = random_seqs(rng, AMINO, 30, 1, 300)
     cpu = pairalign.align_all(seqs, mode=mode, backend="cpu")
     gpu = pairalign.align_all(seqs, mode=mode, backend="gpu")
-    for f in FIELDS:
-        assert np.array_equal(getattr(cpu.pairs, f), getattr(gpu.pairs, f)), f
+    assert_same_pairs(cpu.pairs, gpu.pairs)
     assert launched and not any(launched)

@@ -30,7 +30,7 @@ from pairalign.scheduler.lpt import (Item, WorkQueue, balance, lpt_assign, lpt_b
 from pairalign.scheduler.windows import BLOCK, make_window, plan_windows, window_pairs
 from pairalign.scoring import Scoring
 
-from conftest import FIELDS
+from conftest import assert_same_pairs as same
 
 AMINO = list("ACDEFGHIKLMNPQRSTVWY")
 
@@ -54,13 +54,6 @@ def make_job(n=70, m=None, mode="local", traceback=True, seed=0):
     rows = SortedSet.encode(random_seqs(n, seed=seed), sc)
     cols = None if m is None else SortedSet.encode(random_seqs(m, seed=seed + 1), sc)
     return Job(mode, sc, traceback, rows, cols)
-
-
-def same(a: PairBatch, b: PairBatch) -> None:
-    for f in FIELDS:
-        x, y = getattr(a, f), getattr(b, f)
-        assert x.shape == y.shape, f
-        assert np.array_equal(x, y), f
 
 
 _CPU = CPUBackend(threads=1)
