@@ -19,6 +19,7 @@ result in input order). The variant ``base`` has no definitions.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import time
 
@@ -29,6 +30,7 @@ from workloads import DATA, cells_of, sampled_proteins  # noqa: E402
 import pairalign  # noqa: E402
 from pairalign.engine import run_job  # noqa: E402
 from pairalign.job import Job, SortedSet  # noqa: E402
+from pairalign.pairs import PairBatch  # noqa: E402
 from pairalign.kernels import gpu_backend as gb  # noqa: E402
 from pairalign.scoring import Scoring  # noqa: E402
 
@@ -53,9 +55,8 @@ def run(be, seqs, tb, items, mode="local"):
     tim = be.timings
     # every pair's score and alignment (input order), to be equal across variants
     digest = hashlib.blake2b(digest_size=16)
-    for name in ("score", "query_begin", "query_end", "target_begin", "target_end",
-                 "identities", "length", "op_offsets", "op_code", "op_len"):
-        digest.update(np.ascontiguousarray(getattr(batch, name)).tobytes())
+    for field in dataclasses.fields(PairBatch):
+        digest.update(np.ascontiguousarray(getattr(batch, field.name)).tobytes())
     bounded = {k: tim[k] for k in ("score_pass", "bound_pass", "box_order", "box_fill")
                if k in tim}
     bounded |= {k: tim[k] / float(tim["cells"]) for k in ("bound_cells", "box_cells")

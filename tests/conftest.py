@@ -15,6 +15,7 @@ Helpers (exposed as session fixtures, so hypothesis tests can use them too):
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -23,6 +24,7 @@ import pytest
 
 from pairalign.cigar import parse_cigar, rescore
 from pairalign.kernels.conventions import OP_ALIGNED, OP_DEL, OP_INS
+from pairalign.pairs import PairBatch
 
 _ROOT = Path(__file__).resolve().parents[1]
 #: shared/ beside the repository (CI, developers), or a copy inside it (device runs)
@@ -32,8 +34,7 @@ DATA = next((d for d in (_ROOT.parent / "shared" / "data", _ROOT / "shared" / "d
 #: Residue letters of the 20 amino acids.
 AMINO = "ACDEFGHIKLMNPQRSTVWY"
 #: Every column of a run's results (PairBatch), for comparisons field by field.
-FIELDS = ("query", "target", "score", "query_begin", "query_end", "target_begin",
-          "target_end", "identities", "length", "op_offsets", "op_code", "op_len")
+FIELDS = tuple(f.name for f in dataclasses.fields(PairBatch))
 
 
 def assert_same_pairs(got, want) -> None:

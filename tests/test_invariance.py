@@ -19,10 +19,9 @@ import pairalign
 from pairalign.kernels.conventions import OP_ALIGNED, OP_DEL, OP_INS
 from pairalign.pairs import PairBatch
 
-from conftest import sample_indices
+from conftest import FIELDS, sample_indices
 
 MODES = ("global", "semiglobal", "local")
-FIELDS = [f.name for f in dataclasses.fields(PairBatch)]
 CONFIGS = [
     {"threads": 1, "window": 16},
     {"threads": 2, "window": 16},
