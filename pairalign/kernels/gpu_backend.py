@@ -150,6 +150,15 @@ BOX_WIDE_STEPS: int | None = 1 << 11
 #: as they finish one: fewer lanes than pairs, so that a lane with a short
 #: pass takes another while its neighbours finish theirs).
 BOUND_PAIRS_PER_LANE = 4
+#: The bounded traceback's passes after a window's score pass (the reverse
+#: pass, the boxes' layout and fill) on a stream of the highest priority
+#: beside the window's own: they run few blocks, one pair a thread, and at the
+#: window stream's priority their blocks waited behind every block of the
+#: other window's score pass (the work distributor serves kernels of equal
+#: priority in launch order), so they mostly ran with the GPU otherwise idle
+#: (1e13 cells on the H100: 2.3 s of a 5.5 s GPU span with no score pass
+#: running; NOTES.md, v24).
+BOUNDED_PRIORITY = True
 #: Extra preprocessor definitions for ``align.cu`` (in-process A/B of kernel
 #: variants: benchmarks/kernel_ab.py).
 DEFINES: tuple[str, ...] = ()
@@ -330,6 +339,7 @@ class GPUBackend:
         self._plans: dict = {}
         self._states: dict = {}
         self._hp = None
+        self._sides: dict = {}  # a window stream's side stream (_side_stream)
         self._opted: set = set()
         self._pinned: np.ndarray | None = None
         self._constants: dict = {}  # (value, dtype) -> read-only array: see _constant
@@ -452,12 +462,25 @@ class GPUBackend:
         low-priority stream the compaction would queue behind the fill blocks
         of the next window, and the host with it."""
         if self._hp is None:
-            cp = self.cp
-            try:  # CUDA clamps a priority to the device's range: this is its highest
-                self._hp = cp.cuda.Stream(non_blocking=True, priority=-(1 << 10))
-            except TypeError:  # a CuPy without stream priorities
-                self._hp = cp.cuda.Stream(non_blocking=True)
+            self._hp = self._priority_stream()
         return self._hp
+
+    def _priority_stream(self):
+        """A new stream of the device's highest priority."""
+        cp = self.cp
+        try:  # CUDA clamps a priority to the device's range: this is its highest
+            return cp.cuda.Stream(non_blocking=True, priority=-(1 << 10))
+        except TypeError:  # a CuPy without stream priorities
+            return cp.cuda.Stream(non_blocking=True)
+
+    def _side_stream(self, stream):
+        """The high-priority stream that runs ``stream``'s bounded passes
+        (BOUNDED_PRIORITY), the same one run after run (see
+        :meth:`_window_streams`: CuPy's pool keeps blocks per stream)."""
+        side = self._sides.get(stream.ptr)
+        if side is None:
+            side = self._sides[stream.ptr] = self._priority_stream()
+        return side
 
     def _window_streams(self, depth: int) -> list:
         """The streams windows run on, the same ones run after run. CuPy's pool
@@ -991,23 +1014,41 @@ class GPUBackend:
 
     def _bounded_passes(self, job: Job, state: dict, a: dict, mod, dtype) -> list:
         """Queue, after a window's score pass, the reverse pass and the fill of
-        each pair's box (BOUNDED_TRACEBACK; the kernels in ``align.cu``).
-        Returns the events recorded after the score pass, after the reverse
-        pass and after the layout of the boxes."""
+        each pair's box (BOUNDED_TRACEBACK; the kernels in ``align.cu``), on
+        the window's side stream where BOUNDED_PRIORITY says (the window's
+        stream waits for them). Returns the events recorded after the score
+        pass, after the reverse pass and after the layout of the boxes."""
+        cp = self.cp
+        window = cp.cuda.get_current_stream()
+        events = [cp.cuda.Event() for _ in range(3)]
+        events[0].record()
+        if not BOUNDED_PRIORITY:
+            self._queue_bounded(job, state, a, mod, dtype, window, events)
+            return events
+        side = self._side_stream(window)
+        side.wait_event(events[0])
+        with side:
+            self._queue_bounded(job, state, a, mod, dtype, side, events)
+            done = cp.cuda.Event()
+            done.record()
+        window.wait_event(done)
+        return events
+
+    def _queue_bounded(self, job: Job, state: dict, a: dict, mod, dtype, stream,
+                       events: list) -> None:
+        """Queue :meth:`_bounded_passes`' kernels on ``stream`` (the current
+        one), recording ``events[1]`` and ``events[2]``."""
         cp = self.cp
         sc = job.scoring
         n = len(a["score"])
         K = sc.matrix.shape[0]
         gaps = (np.int32(sc.gap_open), np.int32(sc.gap_extend))
-        stream = cp.cuda.get_current_stream()
-        events = [cp.cuda.Event() for _ in range(3)]
-        events[0].record()
         for k in ("status", "counters", "item_s", "item_m", "counts"):
             cp.cuda.runtime.memsetAsync(a[k].data.ptr, 0, a[k].nbytes, stream.ptr)
         if not n:
             for ev in events[1:]:
                 ev.record()
-            return events
+            return
         grid = (-(-n // THREADS),)
         # the pairs by score, highest first: a warp's pairs take about as long
         order = cp.argsort(-a["score"])
@@ -1045,7 +1086,6 @@ class GPUBackend:
              shared_mem=8 * K * 32 * 8)  # a warp a wide box, a query profile each
         fill(grid, (THREADS,), args + (np.int32(0), a["status"]),
              shared_mem=256 * 32 * 4)  # a thread a narrow box, the lane matrix
-        return events
 
     @staticmethod
     def _box_wide_steps(job: Job) -> np.int32:
