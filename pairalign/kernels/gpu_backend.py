@@ -152,12 +152,12 @@ BOX_WIDE_STEPS: int | None = 1 << 11
 BOUND_PAIRS_PER_LANE = 4
 #: The bounded traceback's passes after a window's score pass (the reverse
 #: pass, the boxes' layout and fill) on a stream of the highest priority
-#: beside the window's own: they run few blocks, one pair a thread, and at the
-#: window stream's priority their blocks waited behind every block of the
-#: other window's score pass (the work distributor serves kernels of equal
-#: priority in launch order), so they mostly ran with the GPU otherwise idle
-#: (1e13 cells on the H100: 2.3 s of a 5.5 s GPU span with no score pass
-#: running; NOTES.md, v24).
+#: beside the window's own: they run few blocks, one pair a thread, which at
+#: the window stream's priority could wait behind every block of the other
+#: window's score pass (the work distributor serves kernels of equal
+#: priority in launch order). A few %: at 1e13 cells on the H100 the GPU's
+#: time with these passes and no score pass running went 2.35 to 2.15 s (of
+#: a 5.5 s span), the run 6.73 to 6.58 s (NOTES.md, v24).
 BOUNDED_PRIORITY = True
 #: Extra preprocessor definitions for ``align.cu`` (in-process A/B of kernel
 #: variants: benchmarks/kernel_ab.py).
