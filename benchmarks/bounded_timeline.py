@@ -55,12 +55,12 @@ def instrument(be: GPUBackend, rows: list, stats: bool) -> None:
             m = cp.where(live, a["ej"] - j0 + 1, 0).astype(cp.int64)
             cells = n * m
             steps = (n + 7) // 8 * m
-            wide = steps >= int(be._box_wide_steps(h["job"]))
-            capped = live & (i0 == 1) & (j0 == 1)  # whole prefixes
+            wide = steps >= int(be._box_wide_steps(job))
+            prefix = live & (i0 == 1) & (j0 == 1)
             k = int(cp.argmax(cells))
             h["stats"] = dict(boxes=int(live.sum()), wide=int(wide.sum()),
                               box_cells=int(cells.sum()), wide_cells=int(cells[wide].sum()),
-                              capped=int(capped.sum()), capped_cells=int(cells[capped].sum()),
+                              prefix=int(prefix.sum()), prefix_cells=int(cells[prefix].sum()),
                               largest=(int(n[k]), int(m[k])))
         return detach(job, h)
 
@@ -68,18 +68,10 @@ def instrument(be: GPUBackend, rows: list, stats: bool) -> None:
         h = done["h"]
         marks = [h["ev"][0], *h.get("ev_bounded", []), h["ev"][1], h["ev"][2]]
         at = [cp.cuda.get_elapsed_time(be._origin, e) / 1e3 for e in marks]
-        rows.append((at, h.get("stats"), h["w"].cells, h.get("bounded")))
+        rows.append((at, h.get("stats"), h.get("bounded")))
         return fetch(job, done)
 
-    launch = be._launch
-
-    def launched(job, state, w, stream, bounded=None):
-        h = launch(job, state, w, stream, bounded)
-        h["job"] = job
-        return h
-
-    be._bounded_passes, be._detach, be._fetch, be._launch = (bounded_passes, detached,
-                                                             fetched, launched)
+    be._bounded_passes, be._detach, be._fetch = bounded_passes, detached, fetched
 
 
 TIMINGS = ("score_pass", "bound_pass", "box_order", "box_fill", "fill", "traceback",
@@ -126,24 +118,24 @@ def main() -> None:
     print("stage ends in ms after the score pass began; boxes")
     print(f"{'start s':>8} {'score':>7} {'rev':>6} {'lay':>6} {'box':>7} {'walk':>6} "
           f"{'boxes':>8} {'wide':>6} {'wide%':>6} {'prefix':>7} {'%':>5} largest")
-    for at, st, wc, bounded in rows[:args.show]:
+    for at, st, _ in rows[:args.show]:
         rel = [1e3 * (x - at[0]) for x in at[1:]]
         line = f"{at[0]:8.3f} " + " ".join(f"{x:6.1f}" for x in rel)
         if st:
             line += (f" {st['boxes']:8,} {st['wide']:6,} "
                      f"{100 * st['wide_cells'] / max(st['box_cells'], 1):5.1f}% "
-                     f"{st['capped']:7,} {100 * st['capped_cells'] / max(st['box_cells'], 1):4.1f}% "
+                     f"{st['prefix']:7,} {100 * st['prefix_cells'] / max(st['box_cells'], 1):4.1f}% "
                      f"{st['largest'][0]}x{st['largest'][1]}")
         print(line)
-    score_spans = [(r[0][0], r[0][1]) for r in rows if r[3]]
-    later = [(r[0][1], r[0][-1]) for r in rows if r[3]]
+    score_spans = [(r[0][0], r[0][1]) for r in rows if r[2]]
+    later = [(r[0][1], r[0][-1]) for r in rows if r[2]]
     everything = [(r[0][0], r[0][-1]) for r in rows]
     both = covered(score_spans + later)
     print(f"GPU span covered {covered(everything):.3f} s: a score pass running "
           f"{covered(score_spans):.3f} s, later stages with no score pass running "
           f"{both - covered(score_spans):.3f} s")
     for k, name in enumerate(STAGES[1:], start=1):
-        spans = [(r[0][k], r[0][k + 1]) for r in rows if r[3]]
+        spans = [(r[0][k], r[0][k + 1]) for r in rows if r[2]]
         print(f"  {name:8} summed {sum(e - s for s, e in spans):.3f} s, covered {covered(spans):.3f} s")
     if args.full:
         gpu_backend.BOUNDED_TRACEBACK = False

@@ -1023,22 +1023,22 @@ class GPUBackend:
         events = [cp.cuda.Event() for _ in range(3)]
         events[0].record()
         if not BOUNDED_PRIORITY:
-            self._queue_bounded(job, state, a, mod, dtype, window, events)
+            self._queue_bounded(job, state, a, mod, dtype, events)
             return events
         side = self._side_stream(window)
         side.wait_event(events[0])
         with side:
-            self._queue_bounded(job, state, a, mod, dtype, side, events)
+            self._queue_bounded(job, state, a, mod, dtype, events)
             done = cp.cuda.Event()
             done.record()
         window.wait_event(done)
         return events
 
-    def _queue_bounded(self, job: Job, state: dict, a: dict, mod, dtype, stream,
-                       events: list) -> None:
-        """Queue :meth:`_bounded_passes`' kernels on ``stream`` (the current
-        one), recording ``events[1]`` and ``events[2]``."""
+    def _queue_bounded(self, job: Job, state: dict, a: dict, mod, dtype, events: list) -> None:
+        """Queue :meth:`_bounded_passes`' kernels on the current stream,
+        recording ``events[1]`` and ``events[2]``."""
         cp = self.cp
+        stream = cp.cuda.get_current_stream()
         sc = job.scoring
         n = len(a["score"])
         K = sc.matrix.shape[0]
