@@ -144,6 +144,31 @@ def test_packed_kernel_shapes(monkeypatch, rows, group, tb_rows, tb_group, threa
             assert_same(cpu, gpu)
 
 
+@pytest.mark.parametrize("group", [4, 8])
+def test_short_last_bands(monkeypatch, group):
+    """Score-only at 32 rows a lane, a query's last band in stripes of 8 or 16
+    rows where its rows fit (``fill_pack``): queries ending just inside and
+    just past each of those bands, and at a full band, in every mode, target
+    couples and query couples (semiglobal's top pad included), with repeats
+    for ties of the local end cell."""
+    pack_every_pair(monkeypatch, 32, group, 16, 8)
+    monkeypatch.setattr(gpu_backend, "QUERY_COUPLE_MODES",
+                        {True: ("local",), False: ("local", "global", "semiglobal")})
+    band = 32 * group
+    ends = (1, 8 * group - 1, 8 * group, 8 * group + 1, 16 * group, 16 * group + 1,
+            band - 1, band)
+    lengths = sorted({band * k + r for k in range(3) for r in ends})
+    rng = np.random.default_rng(3)
+    letters = np.array(list("ACDEFGHIKLMNPQRSTVWY"))
+    base = "".join(rng.choice(letters, max(lengths)))
+    seqs = [base[:n] if k % 3 == 0 else "".join(rng.choice(letters, n))
+            for k, n in enumerate(lengths)]
+    seqs += ["WCHW" * 40, "W" * (band + 9)]
+    for mode in ("global", "semiglobal", "local"):
+        cpu, gpu = both(seqs, mode=mode, traceback=False)
+        assert_same(cpu, gpu)
+
+
 @pytest.mark.parametrize("traceback", [True, False])
 @pytest.mark.parametrize("rows,group,tb_rows,tb_group", [(32, 4, 16, 8), (8, 8, 8, 8),
                                                          (32, 4, 32, 4)])

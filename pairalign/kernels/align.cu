@@ -714,8 +714,10 @@ __device__ __forceinline__ unsigned word_at(const uint4& w, int k) {
 // A couple of two targets and one query (see above): the profile of the
 // query, (K + 1) entries of G words (see build_profile), entry K for the
 // shorter target's columns past its end; a column's two entries, one per
-// target, merged by a PRMT a row into the halves.
-template <int mode, bool want_tb, int R, int G>
+// target, merged by a PRMT a row into the halves. R rows a lane; P, the rows
+// a lane of the query's other bands, to which the top pad rounds (fill_pack
+// may fill a query's last band in shorter stripes: in_stripes).
+template <int mode, bool want_tb, int R, int G, int P = R>
 struct TargetCouple {
     typedef typename ProfileWord<R>::type Word;
     Word* prof;
@@ -726,9 +728,14 @@ struct TargetCouple {
 
     // rows of the top pad (see Stripe2::top_pad)
     __device__ __forceinline__ int pad() const {
-        return Stripe2<mode, want_tb, R>::top_pad ? (R - n % R) % R : 0;
+        return Stripe2<mode, want_tb, R>::top_pad ? (P - n % P) % P : 0;
     }
     __device__ __forceinline__ int rows() const { return n; }
+    // the same couple in stripes of S rows a lane
+    template <int S>
+    __device__ __forceinline__ TargetCouple<mode, want_tb, S, G, P> in_stripes() const {
+        return {reinterpret_cast<typename ProfileWord<S>::type*>(prof), a, n, b0, b1, m0, m1, K};
+    }
     __device__ __forceinline__ void build(const int* matrix, int band, int lane) const {
         build_profile<R, G>(matrix, K, K + 1, prof, a, n, band, lane, pad());
     }
@@ -792,7 +799,7 @@ __device__ __forceinline__ void build_query_profile(const int* matrix, int K, ui
     }
 }
 
-template <int mode, bool want_tb, int R, int G>
+template <int mode, bool want_tb, int R, int G, int P = R>
 struct QueryCouple {
     uint4* prof;
     const unsigned char *a0, *a1;
@@ -800,14 +807,19 @@ struct QueryCouple {
     const unsigned char* b;
     int m0, m1, K;  // m0 = m1: the target's length
 
-    // each half's top pad (Stripe2::top_pad), in its profile rows and its
-    // tracking: the couple's rows start at 0
+    // each half's top pad (Stripe2::top_pad), to a multiple of P rows (see
+    // TargetCouple), in its profile rows and its tracking: the couple's rows
+    // start at 0
     __device__ __forceinline__ static int pad_of(int n) {
-        return Stripe2<mode, want_tb, R>::top_pad ? (R - n % R) % R : 0;
+        return Stripe2<mode, want_tb, R>::top_pad ? (P - n % P) % P : 0;
     }
     __device__ __forceinline__ int pad() const { return 0; }
     __device__ __forceinline__ int rows() const {
         return max(n0 + pad_of(n0), n1 + pad_of(n1));
+    }
+    template <int S>
+    __device__ __forceinline__ QueryCouple<mode, want_tb, S, G, P> in_stripes() const {
+        return {prof, a0, a1, n0, n1, b, m0, m1, K};
     }
     __device__ __forceinline__ void build(const int* matrix, int band, int lane) const {
         build_query_profile<R, G>(matrix, K, prof, a0, n0, pad_of(n0), a1, n1, pad_of(n1),
@@ -840,6 +852,69 @@ __device__ __forceinline__ void store_words(unsigned* at, const unsigned (&w)[S]
     else *at = w[0];
 }
 
+// Band `band` of a couple (see fill_pack): stripes band * G to band * G + G -
+// 1 of the couple's nstripes of R rows (a stripe a lane, the first pad rows
+// the top pad), column by column, from the band's top row at top_h and top_f,
+// which its last lane leaves there for the next band.
+template <int mode, bool want_tb, int R, int G, typename Couple>
+__device__ __forceinline__ void fill_band(
+     const int* matrix, const Couple& c, int band, int nstripes, int pad, int go, int ge,
+     volatile unsigned& floor, unsigned* top_h, unsigned* top_f, unsigned* tb0, unsigned* tb1,
+     int lane, int (&best)[2], int (&bi)[2], int (&bj)[2])
+{
+    const int gl = lane & (G - 1);
+    const int m0 = c.m0, m1 = c.m1, m = max(m0, m1);
+    const unsigned go2 = pack2(-go), ge2 = pack2(-ge);
+    Stripe2<mode, want_tb, R> st;
+    __syncwarp();
+    const int i0 = (band * G + gl) * R - pad;  // negative in the top pad
+    const int last = min(G - 1, nstripes - 1 - band * G);  // the band's last lane
+    st.start(i0, go, ge);
+    c.build(matrix, band, lane);
+    __syncwarp();
+    unsigned diag = pack2((mode == GLOBAL) ? gap_boundary(i0, go, ge) : 0);
+    unsigned out_h = 0, out_f = pack2(NEG16);
+    BandTop<unsigned, G> above(top_h, top_f, gl, m, pack2(NEG16));
+    // Column j's profile entries, as byte offsets from this lane's word of
+    // entry 0, travel like H and F: lane 0 takes them G columns at a time
+    // from the whole group, every other lane from its neighbour one step
+    // later. No per-step residue loads.
+    const char* plane = reinterpret_cast<const char*>(c.prof + gl);
+    unsigned cols = 0, col = 0;
+    const unsigned mine = gl <= last ? (unsigned)m : 0u;  // lanes past the band's end: none
+    const int group_steps = m + last;
+    const int steps = G == 32 ? group_steps
+                              : (int)__reduce_max_sync(FULL, (unsigned)group_steps);
+    constexpr int S = R / 8;  // stripes a lane: words a step
+    unsigned* const band0 = tb0 + ((long long)band * (m0 + G - 1) * G + gl) * S;
+    unsigned* const band1 = tb1 + ((long long)band * (m1 + G - 1) * G + gl) * S;
+    for (int t = 0; t < steps; ++t) {
+        unsigned hup, fup;
+        above.step(top_h, top_f, t, gl, m, out_h, out_f, hup, fup);
+        if ((t & (G - 1)) == 0) cols = c.offsets(t + gl + 1);
+        const unsigned from_left = __shfl_up_sync(FULL, col, 1, G);
+        const unsigned from_group = __shfl_sync(FULL, cols, t & (G - 1), G);
+        col = gl == 0 ? from_group : from_left;
+        const int j = t - gl + 1;
+        if ((unsigned)(t - gl) < mine) {
+            const unsigned d0 = diag;
+            diag = hup;
+            unsigned sub[R];
+            c.load(plane, col, sub);
+            unsigned w0[R / 8], w1[R / 8];
+            st.column(sub, d0, hup, fup, go2, ge2, w0, w1);
+            c.track(st, i0, j, floor, best, bi, bj);
+            out_h = hup;
+            out_f = fup;
+            if (gl == last) { top_h[j] = hup; top_f[j] = fup; }
+            if constexpr (want_tb) {
+                if (j <= m0) store_words(band0 + t * G * S, w0);
+                if (j <= m1) store_words(band1 + t * G * S, w1);
+            }
+        }
+    }
+}
+
 // A couple (TargetCouple or QueryCouple, which give the profile, each column's
 // rows and the end-cell tracking) on a group of G lanes of R rows each (R =
 // PACK_TB_ROWS with traceback); a warp holds 32 / G groups, a couple each,
@@ -851,13 +926,19 @@ __device__ __forceinline__ void store_words(unsigned* at, const unsigned (&w)[S]
 // couple (m0 = m1 = 0) only takes part in the shuffles. lane: the lane in the
 // warp. With traceback, each pair's words go to its own wide layout (tb0,
 // tb1), up to its own end (a query couple's with the longer query's bands).
+//
+// Score-only at 32 rows a lane, a query's last band takes stripes of 8 or 16
+// rows where its rows fit G of them (the couples of a warp share their query,
+// so the whole warp takes the same branch): with bands of 128 rows, 88.7% of
+// the lane-rows held cells at 1e13 cells of sampled proteins (NOTES.md, v25).
+// PACK_WHOLE_BANDS turns this off.
 template <int mode, bool want_tb, int R, int G, typename Couple>
 __device__ __forceinline__ void fill_pack(
      const int* matrix, const Couple& c, int go, int ge, unsigned* top_h, unsigned* top_f,
      unsigned* tb0, unsigned* tb1, int lane, int (&best)[2], int (&bi)[2], int (&bj)[2])
 {
     const int gl = lane & (G - 1);
-    const int m0 = c.m0, m1 = c.m1, m = max(m0, m1);
+    const int m = max(c.m0, c.m1);
     if (m > 0) {
         for (int j = gl; j <= m; j += G) {
             const int h0 = mode == GLOBAL ? gap_boundary(j, go, ge) : 0;
@@ -865,64 +946,36 @@ __device__ __forceinline__ void fill_pack(
             top_f[j] = pack2(h0 - go);  // F of row 1
         }
     }
-    const unsigned go2 = pack2(-go), ge2 = pack2(-ge);
     static_assert(G >= 4, "shared floors: at most 64 groups a block of 256");
     __shared__ unsigned floors[64];  // a couple's floor (local only: Stripe2::track)
     volatile unsigned& floor = floors[threadIdx.x / G];
     if (mode == LOCAL && gl == 0) floor = 0;  // seen after the band's __syncwarp
-    // i0 below is a lane's first row in the query, negative in the top pad
     const int n = c.rows(), pad = c.pad();
     const int nstripes = (n + pad + R - 1) / R;
-    Stripe2<mode, want_tb, R> st;
-    for (int band = 0; band * G < nstripes; ++band) {
-        __syncwarp();
-        const int i0 = (band * G + gl) * R - pad;
-        const int last = min(G - 1, nstripes - 1 - band * G);  // the band's last lane
-        st.start(i0, go, ge);
-        c.build(matrix, band, lane);
-        __syncwarp();
-        unsigned diag = pack2((mode == GLOBAL) ? gap_boundary(i0, go, ge) : 0);
-        unsigned out_h = 0, out_f = pack2(NEG16);
-        BandTop<unsigned, G> above(top_h, top_f, gl, m, pack2(NEG16));
-        // Column j's profile entries, as byte offsets from this lane's word of
-        // entry 0, travel like H and F: lane 0 takes them G columns at a time
-        // from the whole group, every other lane from its neighbour one step
-        // later. No per-step residue loads.
-        const char* plane = reinterpret_cast<const char*>(c.prof + gl);
-        unsigned cols = 0, col = 0;
-        const unsigned mine = gl <= last ? (unsigned)m : 0u;  // lanes past the band's end: none
-        const int group_steps = m + last;
-        const int steps = G == 32 ? group_steps
-                                  : (int)__reduce_max_sync(FULL, (unsigned)group_steps);
-        constexpr int S = R / 8;  // stripes a lane: words a step
-        unsigned* const band0 = tb0 + ((long long)band * (m0 + G - 1) * G + gl) * S;
-        unsigned* const band1 = tb1 + ((long long)band * (m1 + G - 1) * G + gl) * S;
-        for (int t = 0; t < steps; ++t) {
-            unsigned hup, fup;
-            above.step(top_h, top_f, t, gl, m, out_h, out_f, hup, fup);
-            if ((t & (G - 1)) == 0) cols = c.offsets(t + gl + 1);
-            const unsigned from_left = __shfl_up_sync(FULL, col, 1, G);
-            const unsigned from_group = __shfl_sync(FULL, cols, t & (G - 1), G);
-            col = gl == 0 ? from_group : from_left;
-            const int j = t - gl + 1;
-            if ((unsigned)(t - gl) < mine) {
-                const unsigned d0 = diag;
-                diag = hup;
-                unsigned sub[R];
-                c.load(plane, col, sub);
-                unsigned w0[R / 8], w1[R / 8];
-                st.column(sub, d0, hup, fup, go2, ge2, w0, w1);
-                c.track(st, i0, j, floor, best, bi, bj);
-                out_h = hup;
-                out_f = fup;
-                if (gl == last) { top_h[j] = hup; top_f[j] = fup; }
-                if constexpr (want_tb) {
-                    if (j <= m0) store_words(band0 + t * G * S, w0);
-                    if (j <= m1) store_words(band1 + t * G * S, w1);
-                }
-            }
+    int nfull = nstripes;  // stripes filled in R rows a lane
+#ifndef PACK_WHOLE_BANDS
+    constexpr bool short_last = !want_tb && R == 32;
+    if (short_last && nstripes > 0 && n + pad - (nstripes - 1) / G * (G * R) <= G * 16)
+        nfull = (nstripes - 1) / G * G;
+#endif
+    for (int band = 0; band * G < nfull; ++band)
+        fill_band<mode, want_tb, R, G>(matrix, c, band, nstripes, pad, go, ge, floor, top_h,
+                                       top_f, tb0, tb1, lane, best, bi, bj);
+#ifndef PACK_WHOLE_BANDS
+    if constexpr (short_last) {
+        if (nfull < nstripes) {  // the last band, after nfull / G bands of R rows
+            if (n + pad - nfull * R <= G * 8)
+                fill_band<mode, false, 8, G>(matrix, c.template in_stripes<8>(),
+                                             nfull / G * (R / 8), (n + pad + 7) / 8, pad, go, ge,
+                                             floor, top_h, top_f, tb0, tb1, lane, best, bi, bj);
+            else
+                fill_band<mode, false, 16, G>(matrix, c.template in_stripes<16>(),
+                                              nfull / G * (R / 16), (n + pad + 15) / 16, pad, go,
+                                              ge, floor, top_h, top_f, tb0, tb1, lane, best, bi,
+                                              bj);
         }
     }
+#endif
 }
 
 // The best (score, i, j) of each group of G lanes, in its first lane.
