@@ -855,7 +855,10 @@ __device__ __forceinline__ void store_words(unsigned* at, const unsigned (&w)[S]
 // Band `band` of a couple (see fill_pack): stripes band * G to band * G + G -
 // 1 of the couple's nstripes of R rows (a stripe a lane, the first pad rows
 // the top pad), column by column, from the band's top row at top_h and top_f,
-// which its last lane leaves there for the next band.
+// which its last lane leaves there for the next band. pad is c.pad(), passed
+// in: read from the couple here instead, the score-only kernels compile to
+// other SASS, and at 128 registers each such change must be measured anew
+// (NOTES.md, v25).
 template <int mode, bool want_tb, int R, int G, typename Couple>
 __device__ __forceinline__ void fill_band(
      const int* matrix, const Couple& c, int band, int nstripes, int pad, int go, int ge,
@@ -963,7 +966,9 @@ __device__ __forceinline__ void fill_pack(
                                        top_f, tb0, tb1, lane, best, bi, bj);
 #ifndef PACK_WHOLE_BANDS
     if constexpr (short_last) {
-        if (nfull < nstripes) {  // the last band, after nfull / G bands of R rows
+        // the last band, after nfull / G bands of R rows; its rows worked out
+        // again here rather than kept live across the loop above
+        if (nfull < nstripes) {
             if (n + pad - nfull * R <= G * 8)
                 fill_band<mode, false, 8, G>(matrix, c.template in_stripes<8>(),
                                              nfull / G * (R / 8), (n + pad + 7) / 8, pad, go, ge,
