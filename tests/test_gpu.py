@@ -10,7 +10,7 @@ from pairalign import engine
 from pairalign.backends import gpu_available
 from pairalign.kernels import gpu_backend
 
-from conftest import assert_same_pairs
+from conftest import AMINO, assert_same_pairs
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not gpu_available(), reason="CuPy sees no CUDA device")]
@@ -159,7 +159,7 @@ def test_short_last_bands(monkeypatch, group):
             band - 1, band)
     lengths = sorted({band * k + r for k in range(3) for r in ends})
     rng = np.random.default_rng(3)
-    letters = np.array(list("ACDEFGHIKLMNPQRSTVWY"))
+    letters = np.array(list(AMINO))
     base = "".join(rng.choice(letters, max(lengths)))
     seqs = [base[:n] if k % 3 == 0 else "".join(rng.choice(letters, n))
             for k, n in enumerate(lengths)]
@@ -179,7 +179,7 @@ def test_local_end_cell_ties(monkeypatch, traceback, rows, group, tb_rows, tb_gr
     first of equal cells (row, then column) across lanes, as the CPU does."""
     pack_every_pair(monkeypatch, rows, group, tb_rows, tb_group)
     rng = np.random.default_rng(5)
-    letters = np.array(list("ACDEFGHIKLMNPQRSTVWY"))
+    letters = np.array(list(AMINO))
     motif = "WCHW"
     seqs = ["W" * 300, "W" * 17, "AC" * 150, "CA" * 91, "WWWWAWWWW" * 20,
             motif * 60, motif[::-1] * 33]
@@ -218,7 +218,7 @@ def test_slots_take_windows_as_their_own_end(monkeypatch, traceback, first_done)
     oldest); the results come out in order, the CPU's either way."""
     monkeypatch.setattr(gpu_backend, "FIRST_DONE_FIRST", first_done)
     rng = np.random.default_rng(11)
-    letters = np.array(list("ACDEFGHIKLMNPQRSTVWY"))
+    letters = np.array(list(AMINO))
     lengths = [3000] * 4 + list(rng.integers(20, 60, 200))
     seqs = ["".join(rng.choice(letters, n)) for n in lengths]
     kw = dict(mode="local", traceback=traceback, window=32)
@@ -336,7 +336,7 @@ def test_layout_kernel_expands_the_plan(triangle, traceback):
 
     rng = np.random.default_rng(4)
     scoring = Scoring.create("protein")
-    seqs = ["".join(rng.choice(list("ACDEFGHIKLMNPQRSTVWY"), int(k)))
+    seqs = ["".join(rng.choice(list(AMINO), int(k)))
             for k in rng.integers(1, 3500, 170)]
     rows = SortedSet.encode(seqs[:100] if not triangle else seqs, scoring)
     cols = None if triangle else SortedSet.encode(seqs[100:], scoring)
