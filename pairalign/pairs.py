@@ -154,6 +154,10 @@ class DeviceOps:
         """``(code, length)`` copied to the host."""
         return self.code.get(), self.length.get()
 
+    def entries_on_host(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(offsets, code, length)`` copied to the host."""
+        return (self.offsets.get(), *self.on_host())
+
 
 @dataclass(frozen=True)
 class DevicePairBatch(PairBatch):
@@ -252,7 +256,9 @@ class Placement:
         """Every pair in input order. Operations left on a device are placed
         there and come to the host in one download (one device's: a
         placement takes the windows of one device backend, besides host
-        ones), the others are placed on the host after it."""
+        ones), the others are placed on the host after it. Where the device
+        has not the memory to place them all (``owner.can_place_ops``), its
+        operations come to the host as they are and are placed there too."""
         from .kernels import batch_ops
 
         self._known_columns()
@@ -267,6 +273,12 @@ class Placement:
             if len(owners) > 1:
                 raise ValueError("operations left on more than one device backend")
             owner = next(iter(owners.values()))
+            if not owner.can_place_ops(total, len(self.counts)):
+                # the device cannot hold the job's operations beside those
+                # left there: theirs come to the host and are scattered there
+                self.ops += [(pos, *ops.entries_on_host()) for pos, ops in self.device_ops]
+                self.device_ops = []
+        if self.device_ops:
             code, length = owner.place_ops(self.device_ops, offsets, total)
         else:
             code = np.empty(total, np.uint8)

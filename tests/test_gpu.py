@@ -239,14 +239,31 @@ def test_slots_take_windows_as_their_own_end(monkeypatch, traceback, first_done)
 
 
 @pytest.mark.parametrize("mode", ["global", "local"])
-@pytest.mark.parametrize("kept,share", [(True, 0.1), (True, 1e-7), (False, 0.1)])
-def test_operations_placed_on_the_device_or_the_host(data_dir, monkeypatch, mode, kept, share):
+@pytest.mark.parametrize("kept,share,reserve,room", [
+    (True, 0.1, 0.05, True), (True, None, 0.05, True), (True, 1e-7, 0.05, True),
+    (True, 0.1, 1.0, True), (True, 0.1, 0.05, False), (False, 0.1, 0.05, True)])
+def test_operations_placed_on_the_device_or_the_host(data_dir, monkeypatch, mode, kept, share,
+                                                     reserve, room):
     """Every window's operations left on the device and placed there at the
-    end, some of them (the share of memory for them runs out), or none."""
+    end (a share of memory for them, or none), some of them (the share runs
+    out), none (no memory may be taken: a reserve of all of it), or left
+    there but placed on the host (no room to place them on the device:
+    ``room`` False)."""
     monkeypatch.setattr(gpu_backend, "DEVICE_PLACEMENT", kept)
     monkeypatch.setattr(gpu_backend, "DEVICE_OPS_SHARE", share)
+    monkeypatch.setattr(gpu_backend, "DEVICE_OPS_RESERVE", reserve)
+    placed = []
+    can_place = gpu_backend.GPUBackend.can_place_ops
+
+    def spy(self, total, npairs):
+        placed.append(can_place(self, total, npairs))
+        return room and placed[-1]
+
+    monkeypatch.setattr(gpu_backend.GPUBackend, "can_place_ops", spy)
     cpu, gpu = both(data_dir / "adeno_fiber.faa", mode=mode, traceback=True, window=32)
     assert_same(cpu, gpu)
+    # asked once where any window's operations stayed, and there was room
+    assert placed == ([True] if kept and reserve < 1 else [])
 
 
 def test_streamed_results_spill_with_operations_on_the_device(data_dir):

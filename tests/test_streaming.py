@@ -120,10 +120,17 @@ class _HostArray(np.ndarray):
 class _FakeDevice:
     """A device backend's ``place_ops``, in numpy: every pair's operations at
     the offset of the rank its batch brings (the placement's own, checked),
-    the rest of the arrays left as they come (the placement fills them)."""
+    the rest of the arrays left as they come (the placement fills them).
+    ``room``: whether it has the memory to place them (``can_place_ops``)."""
 
-    def __init__(self):
+    def __init__(self, room=True):
         self.calls = 0
+        self.room = room
+        self.asked = []
+
+    def can_place_ops(self, total, npairs):
+        self.asked.append((total, npairs))
+        return self.room
 
     def place_ops(self, entries, offsets, total):
         self.calls += 1
@@ -137,11 +144,14 @@ class _FakeDevice:
         return code, length
 
 
-def test_placement_takes_operations_left_on_a_device(recs):
+@pytest.mark.parametrize("room", [True, False])
+def test_placement_takes_operations_left_on_a_device(recs, room):
     """Pieces whose operations stayed on a device beside pieces on the host,
     shuffled: one call places the device's, the host's go in after, and a
     device piece brought to the host (``on_host``) or sized (``nbytes``)
-    is the host piece it stands for."""
+    is the host piece it stands for. Where the device has not the memory to
+    place them (``room`` False), its pieces come to the host and are placed
+    there with the others."""
     from pairalign.engine import placement
     from pairalign.pairs import DeviceOps, DevicePairBatch, on_host
 
@@ -150,7 +160,7 @@ def test_placement_takes_operations_left_on_a_device(recs):
     rng = np.random.default_rng(8)
     perm = rng.permutation(len(ref))
     cuts = np.sort(rng.choice(np.arange(1, len(ref)), 7, replace=False))
-    device = _FakeDevice()
+    device = _FakeDevice(room)
     place = placement(job)
     for k, piece in enumerate(np.split(perm, cuts)):
         part = ref.take(piece)
@@ -168,7 +178,8 @@ def test_placement_takes_operations_left_on_a_device(recs):
             part = kept
         place.add(part)
     got = place.finish()
-    assert device.calls == 1
+    assert device.asked == [(int(ref.op_offsets[-1]), len(ref))]
+    assert device.calls == (1 if room else 0)
     for name in ref.__dataclass_fields__:
         assert np.array_equal(getattr(ref, name), getattr(got, name)), name
 

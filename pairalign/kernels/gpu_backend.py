@@ -108,11 +108,18 @@ COPY_THREADS = 8
 COPY_PIECE = 4 << 20
 #: With traceback, a run that asks (``keep_ops_on_device``: the engine's
 #: placement in input order) leaves each window's compacted operations on the
-#: device, up to DEVICE_OPS_SHARE of its free memory, and they are placed
-#: there and downloaded once at the end (``place_ops``), instead of each
-#: window's downloaded and all scattered on the host after the last.
+#: device, and they are placed there and downloaded once at the end
+#: (``place_ops``), instead of each window's downloaded and all scattered on
+#: the host after the last. A window's operations stay while all kept fit
+#: DEVICE_OPS_SHARE of the memory free at the run's start (None: no cap) and
+#: the device keeps DEVICE_OPS_RESERVE of its memory free after them. Without
+#: the cap (the slots take their share first, the operations what they leave
+#: down to the reserve), a global run with traceback at 1e13 cells on the
+#: H100 had not ended when its call's 330 s ran out, against 12-18 s with
+#: it; why was not looked into (NOTES.md, v26).
 DEVICE_PLACEMENT = True
-DEVICE_OPS_SHARE = 0.1
+DEVICE_OPS_SHARE: float | None = 0.1
+DEVICE_OPS_RESERVE = 0.05
 #: Local alignments with traceback from a score pass and a traceback of each
 #: pair's box alone (``align.cu``, "Bounded local traceback"): the score-only
 #: kernels give each pair's score and end cell; ``bound_starts`` runs the DP
@@ -351,8 +358,9 @@ class GPUBackend:
         self._slot_floor: tuple = (None, 0)  # (job, bytes): see _slot_memory
         self._slot_free: dict = {}  # stream -> event: its slot's results copied out
         self._origin = None
-        self._keep = 0  # bytes of operations a run may leave on the device
+        self._keep: int | None = 0  # bytes of operations a run may leave (None: no cap)
         self._kept = 0
+        self._reserve = 0  # device bytes kept free while operations are left there
         # (job, cells its bounded windows' reverse passes and boxes took, their
         # cells): see _bounded
         self._bounded_seen: tuple = (None, 0, 0)
@@ -658,10 +666,29 @@ class GPUBackend:
     # operations left on the device ----------------------------------------
     def keep_ops_on_device(self, on: bool) -> None:
         """From the next window on, leave each window's operations on the
-        device (batches are :class:`~pairalign.pairs.DevicePairBatch`), up
-        to DEVICE_OPS_SHARE of its free memory, or (``on`` False) not."""
-        self._keep = int(self.free_memory() * DEVICE_OPS_SHARE) if on and DEVICE_PLACEMENT else 0
+        device (batches are :class:`~pairalign.pairs.DevicePairBatch`) while
+        they fit (see DEVICE_OPS_RESERVE), or (``on`` False) not."""
+        on = on and DEVICE_PLACEMENT
+        self._keep = (0 if not on else None if DEVICE_OPS_SHARE is None
+                      else int(self.free_memory() * DEVICE_OPS_SHARE))
+        if on:
+            with self.device:
+                total = self.cp.cuda.runtime.memGetInfo()[1]
+            self._reserve = int(total * DEVICE_OPS_RESERVE)
         self._kept = 0
+
+    def _keeps(self, size: int) -> bool:
+        """Whether a window's operations of ``size`` bytes stay on the device."""
+        if self._keep == 0 or (self._keep is not None and self._kept + size > self._keep):
+            return False
+        return self.free_memory() - size >= self._reserve
+
+    def can_place_ops(self, total: int, npairs: int) -> bool:
+        """Whether :meth:`place_ops` has the device memory for a job's
+        ``total`` operations of ``npairs`` pairs (its offsets, codes and
+        lengths), beside those kept there."""
+        need = (npairs + 1) * 8 + total * (1 + 4)
+        return need + self._reserve <= self.free_memory()
 
     def place_ops(self, entries: list, offsets: np.ndarray, total: int):
         """The operations of every pair of a job in input order, on the host:
@@ -1167,7 +1194,7 @@ class GPUBackend:
                         (h["off"], offs, np.int32(npairs), h["code"], h["len"], flip, code,
                          length))
                 size = offs.nbytes + code.nbytes + length.nbytes + 8 * npairs
-                if self._kept + size <= self._keep:
+                if self._keeps(size):
                     ranks = cp.empty(npairs, cp.int64)
                     if npairs:
                         n = len(job.rows)
