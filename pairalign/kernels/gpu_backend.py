@@ -315,6 +315,17 @@ def _covered(spans: np.ndarray) -> float:
     return float(reach[-1] - spans[0, 0] - gaps.sum())
 
 
+def module_defines() -> tuple[str, ...]:
+    """The macros ``align.cu`` is compiled with (``NAME=VALUE``): the packed
+    kernels' shapes and blocks, then :data:`DEFINES`."""
+    shapes = [(f"PACK_ROWS_{mode.upper()}={rows}", f"PACK_GROUP_{mode.upper()}={group}")
+              for mode, (rows, group) in PACK_SHAPES.items()]
+    return (*(d for pair in shapes for d in pair),
+            f"PACK_TB_ROWS={PACK_ROWS_TRACEBACK}", f"PACK_TB_GROUP={PACK_GROUP_TRACEBACK}",
+            f"PACK_THREADS={PACK_THREADS}", f"PACK_TB_THREADS={PACK_THREADS_TRACEBACK}",
+            f"BOUND_ROWS={BOUND_ROWS}", *DEFINES)
+
+
 class GPUBackend:
     """CUDA kernels through CuPy (``align.cu``): the smallest pairs one thread
     each, the others a warp each, those whose scores fit 16 bits two to a
@@ -371,12 +382,7 @@ class GPUBackend:
         return f"gpu {self.devices[0]} ({props['name'].decode()})"
 
     def _module(self, dtype: np.dtype):
-        shapes = [(f"PACK_ROWS_{mode.upper()}={rows}", f"PACK_GROUP_{mode.upper()}={group}")
-                  for mode, (rows, group) in PACK_SHAPES.items()]
-        defines = (*(d for pair in shapes for d in pair),
-                   f"PACK_TB_ROWS={PACK_ROWS_TRACEBACK}", f"PACK_TB_GROUP={PACK_GROUP_TRACEBACK}",
-                   f"PACK_THREADS={PACK_THREADS}", f"PACK_TB_THREADS={PACK_THREADS_TRACEBACK}",
-                   f"BOUND_ROWS={BOUND_ROWS}", *DEFINES)
+        defines = module_defines()
         key = (dtype, defines, SOURCE)
         mod = self._modules.get(key)
         if mod is None:
