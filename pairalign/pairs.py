@@ -268,19 +268,19 @@ class Placement:
         offsets = np.empty(len(self.counts) + 1, np.int64)
         batch_ops.prefix_sums(self.counts, offsets)
         total = int(offsets[-1])
+        code = length = None
         if self.device_ops:
             owners = {id(ops.owner): ops.owner for _, ops in self.device_ops}
             if len(owners) > 1:
                 raise ValueError("operations left on more than one device backend")
             owner = next(iter(owners.values()))
-            if not owner.can_place_ops(total, len(self.counts)):
+            if owner.can_place_ops(total, len(self.counts)):
+                code, length = owner.place_ops(self.device_ops, offsets, total)
+            else:
                 # the device cannot hold the job's operations beside those
                 # left there: theirs come to the host and are scattered there
                 self.ops += [(pos, *ops.entries_on_host()) for pos, ops in self.device_ops]
-                self.device_ops = []
-        if self.device_ops:
-            code, length = owner.place_ops(self.device_ops, offsets, total)
-        else:
+        if code is None:
             code = np.empty(total, np.uint8)
             length = np.empty(total, np.int32)
         for pos, src_off, src_code, src_len in self.ops:
