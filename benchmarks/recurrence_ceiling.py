@@ -1,0 +1,293 @@
+"""The score-only recurrence alone, as the packed kernel runs it, to measure
+what the device gives the work itself (the device library's METHOD.md: count
+the work, then measure a ceiling for it).
+
+    python benchmarks/recurrence_ceiling.py [--steps 20000] [--waves 8]
+
+Each thread holds ``R`` rows of two pairs in the 16-bit halves of its
+registers (H and the next column's E) and steps along columns as
+``Stripe2::column`` of ``align.cu`` does score-only: per row the diagonal
+term (``add.s16x2``), H by one DPX maximum of three (``.relu`` in local mode),
+H - go, and the next E and F by one ``__viaddmax_s16x2`` each; local adds its
+column maximum (one ``__vimax3_s16x2`` per two rows). The substitution scores
+come from a query profile in shared memory by 16-byte loads, as in the packed
+kernel, every lane of a warp at one residue (a broadcast: the loads at their
+cheapest). With ``shfl``, lane l takes the row above from lane l - 1 by two
+shuffles a column (groups of 4 lanes), as the packed kernel's bands do;
+without, each lane feeds itself. No end-cell positions, no boundary rows in
+global memory, no pair bookkeeping: what is left is the recurrence, the
+profile and the hand-over, so its rate bounds what the real kernel can reach
+at the same registers and occupancy.
+
+Prints, per variant: registers (ptxas), GCUPS from CUDA events (median of
+``--reps`` launches after a warm-up), the SM clock during the launch (cycles
+of ``clock64`` over ``%globaltimer`` nanoseconds, block 0), and that rate as
+a share of the ALU pipe's bound at that clock: every maximum is on the ALU
+pipe at half rate (``op_rates.py``), 3 a row global and 3.5 local, so one SM
+does at most 4 x 16 / 3 = 21.3 rows (42.7 cells) a clock global, 36.6 local.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+
+import numpy as np
+
+SOURCE = r"""
+__device__ __forceinline__ unsigned add2(unsigned a, unsigned b) {
+    unsigned r; asm("add.s16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b)); return r;
+}
+__device__ __forceinline__ unsigned long long gtimer() {
+    unsigned long long t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); return t;
+}
+
+// LAYOUT 0: every lane of a warp at one residue (a broadcast: the loads at
+// their cheapest). 1: as the packed kernel's query couples, groups of 4 lanes
+// each on its own target, lane l one column behind lane l - 1, chunk q of lane
+// l's rows for residue t at ((t R / 4 + q) 4 + l) (build_query_profile). 2: 1
+// with each residue's entry PAD16 chunks further apart.
+template <int R, bool LOCAL, bool SHFL, int MINB, int LAYOUT = 0, int PAD16 = 0>
+__device__ __forceinline__ void run(const uint4* __restrict__ prof_g, int steps,
+                                    unsigned* __restrict__ out, long long* __restrict__ clk) {
+    extern __shared__ uint4 prof[];  // [32 residues][R / 4 chunks (x 4 lanes)]
+    constexpr int ENTRY = LAYOUT ? R + PAD16 : R / 4;  // chunks a residue
+    for (int i = threadIdx.x; i < 32 * ENTRY; i += blockDim.x) prof[i] = prof_g[i % (8 * R)];
+    __syncthreads();
+    const long long c0 = clock64();
+    const unsigned long long t0 = gtimer();
+    const int lane = threadIdx.x & 31;
+    const unsigned go2 = 0xfff5fff5u, ge2 = 0xffffffffu;  // -11, -1 in both halves
+    unsigned hl[R], el[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) { hl[r] = 0; el[r] = go2; }
+    unsigned fup = go2, hup = 0, diag = 0, cmax = 0;
+    for (int j = 0; j < steps; ++j) {
+        const int t = LAYOUT ? ((j - (lane & 3)) * 7 + (lane >> 2) * 13) & 31 : j & 31;
+        const uint4* p = prof + t * ENTRY + (LAYOUT ? (lane & 3) : 0);
+        unsigned sub[R];
+#pragma unroll
+        for (int k = 0; k < R / 4; ++k) {
+            const uint4 v = p[LAYOUT ? 4 * k : k];
+            sub[4 * k] = v.x; sub[4 * k + 1] = v.y; sub[4 * k + 2] = v.z; sub[4 * k + 3] = v.w;
+        }
+        sub[0] = add2(diag, sub[0]);
+#pragma unroll
+        for (int r = 1; r < R; ++r) sub[r] = add2(hl[r - 1], sub[r]);
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            const unsigned h = LOCAL ? __vimax3_s16x2_relu(sub[r], el[r], fup)
+                                     : __vimax3_s16x2(sub[r], el[r], fup);
+            const unsigned hg = add2(h, go2);
+            el[r] = __viaddmax_s16x2(el[r], ge2, hg);
+            fup = __viaddmax_s16x2(fup, ge2, hg);
+            hl[r] = h;
+        }
+        if (LOCAL) {
+#pragma unroll
+            for (int r = 0; r < R; r += 2) cmax = __vimax3_s16x2(cmax, hl[r], hl[r + 1]);
+        }
+        diag = hup;
+        if (SHFL) {
+            hup = __shfl_up_sync(0xffffffffu, hl[R - 1], 1, 4);
+            fup = __shfl_up_sync(0xffffffffu, fup, 1, 4);
+            if ((lane & 3) == 0) { hup = 0; fup = go2; }
+        } else {
+            hup = hl[R - 1] & 0x00ff00ffu;  // keeps the own-fed scores bounded
+        }
+    }
+    unsigned x = cmax ^ fup;
+#pragma unroll
+    for (int r = 0; r < R; ++r) x ^= hl[r] ^ el[r];
+    out[blockIdx.x * blockDim.x + threadIdx.x] = x;
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        clk[0] = clock64() - c0;
+        clk[1] = (long long)(gtimer() - t0);
+    }
+}
+
+#define VARIANT(NAME, R, LOCAL, SHFL, MINB, ...)                                       \
+extern "C" __global__ void __launch_bounds__(256, MINB)                                \
+NAME(const uint4* p, int steps, unsigned* out, long long* clk) {                        \
+    run<R, LOCAL, SHFL, MINB, ##__VA_ARGS__>(p, steps, out, clk);                        \
+}
+VARIANT(local32_shfl_b2, 32, true, true, 2)
+VARIANT(global32_shfl_b2, 32, false, true, 2)
+VARIANT(local32_own_b2, 32, true, false, 2)
+VARIANT(global32_own_b2, 32, false, false, 2)
+VARIANT(local16_shfl_b3, 16, true, true, 3)
+VARIANT(local16_shfl_b4, 16, true, true, 4)
+VARIANT(global16_shfl_b4, 16, false, true, 4)
+VARIANT(local8_shfl_b6, 8, true, true, 6)
+VARIANT(local8_shfl_b8, 8, true, true, 8)
+VARIANT(global8_shfl_b8, 8, false, true, 8)
+VARIANT(local32_couples, 32, true, true, 2, 1, 0)
+VARIANT(global32_couples, 32, false, true, 2, 1, 0)
+VARIANT(local32_couples_pad, 32, true, true, 2, 2, 4)
+VARIANT(local16_couples_b4, 16, true, true, 4, 1, 0)
+// With traceback, as Stripe2::column's want_tb branch: each cell's four bits
+// as signs of packed differences, gathered into bit planes by a PRMT and a
+// LOP3 per two comparisons, and each pair's R / 8 words a column stored to
+// global memory (0.5 byte a cell, coalesced: a thread's words side by side,
+// column after column over a buffer of `wrap` columns, larger than L2).
+__device__ __forceinline__ unsigned signs2(unsigned x, unsigned y) {
+    unsigned r; asm("prmt.b32 %0, %1, %2, 0xfbd9;" : "=r"(r) : "r"(x), "r"(y)); return r;
+}
+template <int R, bool LOCAL, int MINB>
+__device__ __forceinline__ void run_tb(const uint4* __restrict__ prof_g, int steps, int wrap,
+                                       uint2* __restrict__ tb, long long* __restrict__ clk) {
+    extern __shared__ uint4 prof[];  // [32 residues][R / 4]
+    for (int i = threadIdx.x; i < 8 * R; i += blockDim.x) prof[i] = prof_g[i];
+    __syncthreads();
+    const long long c0 = clock64();
+    const unsigned long long t0 = gtimer();
+    const int lane = threadIdx.x & 31;
+    const long long nthreads = (long long)gridDim.x * blockDim.x;
+    const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    const unsigned go2 = 0xfff5fff5u, ge2 = 0xffffffffu;
+    unsigned hl[R], el[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) { hl[r] = 0; el[r] = go2; }
+    unsigned fup = go2, hup = 0, diag = 0;
+    for (int j = 0; j < steps; ++j) {
+        const uint4* p = prof + (j & 31) * (R / 4);
+        unsigned sub[R];
+#pragma unroll
+        for (int k = 0; k < R / 4; ++k) {
+            const uint4 v = p[k];
+            sub[4 * k] = v.x; sub[4 * k + 1] = v.y; sub[4 * k + 2] = v.z; sub[4 * k + 3] = v.w;
+        }
+        sub[0] = add2(diag, sub[0]);
+#pragma unroll
+        for (int r = 1; r < R; ++r) sub[r] = add2(hl[r - 1], sub[r]);
+        unsigned pp[R / 8] = {}, qq[R / 8] = {};
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            const unsigned h = LOCAL ? __vimax3_s16x2_relu(sub[r], el[r], fup)
+                                     : __vimax3_s16x2(sub[r], el[r], fup);
+            const unsigned hg = add2(h, go2);
+            const unsigned plane = 0x01010101u << (r % 8);
+            pp[r / 8] |= signs2(__vsub2(el[r], fup), __vsub2(sub[r], h)) & plane;
+            el[r] = __viaddmax_s16x2(el[r], ge2, hg);
+            fup = __viaddmax_s16x2(fup, ge2, hg);
+            qq[r / 8] |= signs2(__vsub2(hg, el[r]), __vsub2(hg, fup)) & plane;
+            hl[r] = h;
+        }
+        static_assert(R == 16, "two words a pair a column");
+        uint2* at = tb + 2 * ((j % wrap) * nthreads + tid);
+        at[0] = make_uint2(__byte_perm(pp[0], qq[0], 0x5410), __byte_perm(pp[1], qq[1], 0x5410));
+        at[1] = make_uint2(__byte_perm(pp[0], qq[0], 0x7632), __byte_perm(pp[1], qq[1], 0x7632));
+        diag = hup;
+        hup = __shfl_up_sync(0xffffffffu, hl[R - 1], 1, 8);
+        fup = __shfl_up_sync(0xffffffffu, fup, 1, 8);
+        if ((lane & 7) == 0) { hup = 0; fup = go2; }
+    }
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        clk[0] = clock64() - c0;
+        clk[1] = (long long)(gtimer() - t0);
+    }
+}
+#define VARIANT_TB(NAME, LOCAL)                                                         \
+extern "C" __global__ void __launch_bounds__(128, 4)                                   \
+NAME(const uint4* p, int steps, int wrap, uint2* tb, long long* clk) {                  \
+    run_tb<16, LOCAL, 4>(p, steps, wrap, tb, clk);                                       \
+}
+VARIANT_TB(local16_tb, true)
+VARIANT_TB(global16_tb, false)
+"""
+
+#: name: (rows a lane, local, blocks an SM asked of the compiler)
+VARIANTS = {
+    "local32_shfl_b2": (32, True, 2), "global32_shfl_b2": (32, False, 2),
+    "local32_own_b2": (32, True, 2), "global32_own_b2": (32, False, 2),
+    "local16_shfl_b3": (16, True, 3), "local16_shfl_b4": (16, True, 4),
+    "global16_shfl_b4": (16, False, 4), "local8_shfl_b6": (8, True, 6),
+    "local8_shfl_b8": (8, True, 8), "global8_shfl_b8": (8, False, 8),
+    "local32_couples": (32, True, 2), "global32_couples": (32, False, 2),
+    "local32_couples_pad": (32, True, 2), "local16_couples_b4": (16, True, 4),
+}
+
+
+#: with traceback (16 rows a lane, blocks of 128, four an SM): name: local
+TB_VARIANTS = {"local16_tb": True, "global16_tb": False}
+
+
+def alu_bound_cells_per_clock_sm(local: bool, traceback: bool = False) -> float:
+    """Cells a clock an SM at the ALU pipe's bound: 4 schedulers x 16 lanes a
+    clock, 3 maxima a row of two cells (3.5 with local's column maximum);
+    with traceback 3 maxima, 2 PRMTs and 2 LOP3s a row."""
+    return 4 * 16 / (7.0 if traceback else 3.5 if local else 3.0) * 2
+
+
+def timed(launch, clk, reps: int) -> tuple[float, float]:
+    """Median seconds of ``reps`` launches after one, and the median SM
+    clock (MHz) that block 0 saw."""
+    import cupy as cp
+
+    launch()
+    cp.cuda.runtime.deviceSynchronize()
+    times, mhz = [], []
+    for _ in range(reps):
+        a, b = cp.cuda.Event(), cp.cuda.Event()
+        a.record()
+        launch()
+        b.record()
+        b.synchronize()
+        times.append(cp.cuda.get_elapsed_time(a, b) / 1e3)
+        c, ns = clk.get()
+        mhz.append(c / ns * 1e3)
+    return statistics.median(times), statistics.median(mhz)
+
+
+def main() -> None:
+    import cupy as cp
+
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--steps", type=int, default=20000, help="columns a thread")
+    ap.add_argument("--waves", type=int, default=8, help="blocks an SM, over the launch")
+    ap.add_argument("--reps", type=int, default=5)
+    args = ap.parse_args()
+    dev = cp.cuda.Device()
+    sms = dev.attributes["MultiProcessorCount"]
+    cc = dev.compute_capability
+    mod = cp.RawModule(code=SOURCE, options=(f"-arch=sm_{cc}", "-std=c++17"))
+    rng = np.random.default_rng(1)
+    out = cp.empty(sms * args.waves * 256, cp.uint32)
+    clk = cp.zeros(2, cp.int64)
+    print(f"{dev.pci_bus_id} {cp.cuda.runtime.getDeviceProperties(dev.id)['name'].decode()}, "
+          f"{sms} SMs, {args.steps} columns a thread, {args.waves} blocks an SM")
+    print(f"{'variant':18} {'regs':>4} {'GCUPS':>8} {'MHz':>6} {'ALU bound GCUPS':>16} {'share':>6}")
+    for name, (rows, local, _minb) in VARIANTS.items():
+        fn = mod.get_function(name)
+        # BLOSUM-like scores, -4..11, in both halves
+        scores = rng.integers(-4, 12, size=(32 * rows, 2)).astype(np.int16)
+        prof = cp.asarray(scores.view(np.uint32).reshape(-1))
+        smem = 32 * (rows + 4) * 16
+        blocks = sms * args.waves
+        launch = lambda: fn((blocks,), (256,), (prof, np.int32(args.steps), out, clk),  # noqa: E731
+                            shared_mem=smem)
+        t, f = timed(launch, clk, args.reps)
+        cells = blocks * 256 * args.steps * 2 * rows
+        bound = alu_bound_cells_per_clock_sm(local) * sms * f * 1e6 / 1e9
+        print(f"{name:18} {fn.num_regs:4d} {cells / t / 1e9:8.0f} {f:6.0f} {bound:16.0f} "
+              f"{cells / t / 1e9 / bound:6.2f}", flush=True)
+    # with traceback: 16 rows, 0.5 byte a cell to global memory
+    blocks, wrap = sms * 4 * 4, 1000
+    tb = cp.empty(wrap * blocks * 128 * 4, cp.uint32)
+    scores = rng.integers(-4, 12, size=(32 * 16, 2)).astype(np.int16)
+    prof = cp.asarray(scores.view(np.uint32).reshape(-1))
+    for name, local in TB_VARIANTS.items():
+        fn = mod.get_function(name)
+        launch = lambda: fn((blocks,), (128,),  # noqa: E731
+                            (prof, np.int32(args.steps), np.int32(wrap), tb, clk),
+                            shared_mem=32 * 16 * 4)
+        t, f = timed(launch, clk, args.reps)
+        cells = blocks * 128 * args.steps * 2 * 16
+        bound = alu_bound_cells_per_clock_sm(local, True) * sms * f * 1e6 / 1e9
+        print(f"{name:18} {fn.num_regs:4d} {cells / t / 1e9:8.0f} {f:6.0f} {bound:16.0f} "
+              f"{cells / t / 1e9 / bound:6.2f}  ({cells / 2 / t / 1e12:.2f} TB/s of traceback)",
+              flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,103 @@
+"""The score-only kernels (``--traceback``: the traceback's) on workloads of
+one length, against the bare recurrence (``recurrence_ceiling.py``) in the
+same process: how much of the gap between the two is the kernel's own step
+and how much the shape of the sampled workload (partly filled bands, short
+pairs, the windows' tails).
+
+    python benchmarks/shape_rates.py [--cells 1e12] [--lengths 128,512,1024] [--traceback]
+
+For each length L, random proteins of exactly L residues (whole bands of 128
+rows: every lane-row holds cells), their all-vs-all score-only with BLOSUM62
+11/1 in local and global mode, then the sampled proteome workload of the same
+cells. Prints GPU-busy GCUPS (the union of the windows' spans; with
+traceback, the walks' too) and its share of the bare recurrence's rate at the
+same shape (32 rows a lane, the query couples' profile layout, two blocks an
+SM; with traceback 16 rows, four blocks of 128).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+from workloads import AMINO, cells_of, sampled_proteins  # noqa: E402
+from kernel_ab import run  # noqa: E402
+
+from pairalign.kernels.gpu_backend import GPUBackend  # noqa: E402
+
+
+def bare_rates(traceback: bool) -> dict[str, float]:
+    """GCUPS of the bare recurrence, local and global (recurrence_ceiling's
+    query-couple variants, or with traceback its 16-row ones), median of five
+    launches."""
+    import cupy as cp
+
+    import recurrence_ceiling as rc
+
+    dev = cp.cuda.Device()
+    sms = dev.attributes["MultiProcessorCount"]
+    mod = cp.RawModule(code=rc.SOURCE, options=(f"-arch=sm_{dev.compute_capability}",
+                                                "-std=c++17"))
+    rows, steps = (16, 20000) if traceback else (32, 20000)
+    prof = cp.asarray(np.random.default_rng(1).integers(-4, 12, (32 * rows, 2))
+                      .astype(np.int16).view(np.uint32).reshape(-1))
+    clk = cp.zeros(2, cp.int64)
+    rates = {}
+    for mode in ("local", "global"):
+        if traceback:
+            blocks, threads, wrap = sms * 16, 128, 1000
+            buf = cp.empty(wrap * blocks * threads * 4, cp.uint32)
+            fn = mod.get_function(f"{mode}16_tb")
+            args, smem = (prof, np.int32(steps), np.int32(wrap), buf, clk), 32 * rows * 4
+        else:
+            blocks, threads = sms * 8, 256
+            fn = mod.get_function(f"{mode}32_couples")
+            args = (prof, np.int32(steps), cp.empty(blocks * threads, cp.uint32), clk)
+            smem = 32 * (rows + 4) * 16
+        t, _mhz = rc.timed(lambda: fn((blocks,), (threads,), args, shared_mem=smem), clk, 5)
+        rates[mode] = blocks * threads * steps * 2 * rows / t / 1e9
+    return rates
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--cells", type=float, default=1e12)
+    ap.add_argument("--lengths", default="128,512,1024")
+    ap.add_argument("--reps", type=int, default=2)
+    ap.add_argument("--traceback", action="store_true",
+                    help="with traceback (GPU busy: the fills and the walks)")
+    args = ap.parse_args()
+    be = GPUBackend()
+    bare = bare_rates(args.traceback)
+    print("bare recurrence: " + ", ".join(f"{m} {g:.0f} GCUPS" for m, g in bare.items()),
+          flush=True)
+    rng = np.random.default_rng(5)
+    workloads = []
+    for length in (int(x) for x in args.lengths.split(",")):
+        n = int((2 * args.cells) ** 0.5 / length) + 1
+        workloads.append((f"length {length}, n={n}",
+                          [rng.choice(AMINO, length).tobytes().decode() for _ in range(n)]))
+    sampled = sampled_proteins(args.cells)
+    workloads.append((f"sampled, n={len(sampled)}", sampled))
+    run(be, workloads[0][1][:200], args.traceback, [])  # compiles and warms up
+    print(f"{'workload':24} {'mode':7} {'cells':>9} {'wall s':>7} {'GPU busy s':>10} "
+          f"{'GPU GCUPS':>9} {'of bare':>7}")
+    for name, seqs in workloads:
+        cells = cells_of([len(s) for s in seqs])
+        for mode in ("local", "global"):
+            best = None
+            for _ in range(args.reps):
+                (wall, _f, _w, _t, stats), _digest = run(be, seqs, args.traceback, [],
+                                                          mode)
+                busy = stats["gpu_busy"]
+                if best is None or busy < best[1]:
+                    best = (wall, busy)
+            wall, busy = best
+            g = cells / busy / 1e9
+            print(f"{name:24} {mode:7} {cells:9.3g} {wall:7.3f} {busy:10.3f} {g:9.0f} "
+                  f"{g / bare[mode]:7.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
