@@ -3,8 +3,9 @@
     ncu --clock-control none -k regex:fill python benchmarks/profile_fill.py
 
 Workload: the first ``--n`` proteins of the proteome, or with ``--cells`` the
-sampled proteins of :mod:`workloads` (``--cells 1e12``), local (``--mode``),
-BLOSUM62 11/1.
+sampled proteins of :mod:`workloads` (``--cells 1e12``), or with ``--length``
+too random proteins of that many residues to about ``--cells`` cells (whole
+bands: against ``recurrence_ceiling.py``), local (``--mode``), BLOSUM62 11/1.
 """
 
 from __future__ import annotations
@@ -13,11 +14,13 @@ import argparse
 import sys
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import pairalign  # noqa: E402
-from workloads import PROTEOME, sampled_proteins  # noqa: E402
+from workloads import AMINO, PROTEOME, sampled_proteins  # noqa: E402
 
 
 def main() -> None:
@@ -26,9 +29,15 @@ def main() -> None:
     ap.add_argument("--mode", default="local")
     ap.add_argument("--cells", type=float, default=0)
     ap.add_argument("--traceback", action="store_true")
+    ap.add_argument("--length", type=int, default=0)
     args = ap.parse_args()
-    seqs = (sampled_proteins(args.cells) if args.cells
-            else pairalign.read_sequences(PROTEOME).sequences[: args.n])
+    if args.length:
+        rng = np.random.default_rng(5)
+        n = int((2 * (args.cells or 1e11)) ** 0.5 / args.length) + 1
+        seqs = [rng.choice(AMINO, args.length).tobytes().decode() for _ in range(n)]
+    else:
+        seqs = (sampled_proteins(args.cells) if args.cells
+                else pairalign.read_sequences(PROTEOME).sequences[: args.n])
     res = pairalign.align_all(seqs, mode=args.mode, traceback=args.traceback,
                               backend="gpu")
     print("pairs", len(res), "score sum", int(res.scores.sum()))
