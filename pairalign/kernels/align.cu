@@ -739,9 +739,13 @@ struct TargetCouple {
     __device__ __forceinline__ void build(const int* matrix, int band, int lane) const {
         build_profile<R, G>(matrix, K, K + 1, prof, a, n, band, lane, pad());
     }
-    __device__ __forceinline__ unsigned offsets(int j) const {
+    // column j's profile offsets (see fill_band): loaded as residues(j), then
+    // offsets(that) after the group's shuffle, or at once by offsets_at(j)
+    __device__ __forceinline__ unsigned residues(int j) const {
         return prof_offsets<Word, G>(b0, m0, b1, m1, K, j);
     }
+    __device__ __forceinline__ static unsigned offsets(unsigned loaded) { return loaded; }
+    __device__ __forceinline__ unsigned offsets_at(int j) const { return residues(j); }
     // row r's two scores, each byte sign-extended into its half
     __device__ __forceinline__ void load(const char* plane, unsigned col,
                                          unsigned (&sub)[R]) const {
@@ -825,7 +829,17 @@ struct QueryCouple {
         build_query_profile<R, G>(matrix, K, prof, a0, n0, pad_of(n0), a1, n1, pad_of(n1),
                                   band, lane);
     }
-    __device__ __forceinline__ unsigned offsets(int j) const {
+    // the residue alone, scaled after the shuffle, so that nothing consumes
+    // the load before the next step (see fill_band)
+    __device__ __forceinline__ unsigned residues(int j) const {
+        return j <= m0 ? (unsigned)b[j - 1] : 0u;
+    }
+    __device__ __forceinline__ static unsigned offsets(unsigned loaded) {
+        return loaded * (unsigned)(R / 4 * G * sizeof(uint4));
+    }
+    // both at once (with traceback), as one expression: nvcc 13 then gives
+    // the traceback kernels' SASS of v26 byte for byte
+    __device__ __forceinline__ unsigned offsets_at(int j) const {
         return (j <= m0 ? (unsigned)b[j - 1] : 0u) * (unsigned)(R / 4 * G * sizeof(uint4));
     }
     __device__ __forceinline__ void load(const char* plane, unsigned col,
@@ -881,9 +895,19 @@ __device__ __forceinline__ void fill_band(
     // Column j's profile entries, as byte offsets from this lane's word of
     // entry 0, travel like H and F: lane 0 takes them G columns at a time
     // from the whole group, every other lane from its neighbour one step
-    // later. No per-step residue loads.
+    // later. No per-step residue loads. Score-only, each lane loads its
+    // residue of the next G columns one step before they are needed, into
+    // the register the last step of a block has just read (the live range of
+    // a load at the block's first step), and nothing uses it before the next
+    // step's shuffle: loaded at the block's first step and scaled at once, it
+    // held 13% of the warps' stall samples, with the reload of the spilled
+    // target pointer before it (ncu), and loaded ahead the score-only fills
+    // ran 2-5% faster at 1e13 cells. With traceback the fill ran 5% slower
+    // loading ahead, so it loads at the block's first step (NOTES.md, v27).
+    constexpr bool ahead = !want_tb;
     const char* plane = reinterpret_cast<const char*>(c.prof + gl);
     unsigned cols = 0, col = 0;
+    if constexpr (ahead) cols = c.residues(gl + 1);
     const unsigned mine = gl <= last ? (unsigned)m : 0u;  // lanes past the band's end: none
     const int group_steps = m + last;
     const int steps = G == 32 ? group_steps
@@ -894,10 +918,17 @@ __device__ __forceinline__ void fill_band(
     for (int t = 0; t < steps; ++t) {
         unsigned hup, fup;
         above.step(top_h, top_f, t, gl, m, out_h, out_f, hup, fup);
-        if ((t & (G - 1)) == 0) cols = c.offsets(t + gl + 1);
-        const unsigned from_left = __shfl_up_sync(FULL, col, 1, G);
-        const unsigned from_group = __shfl_sync(FULL, cols, t & (G - 1), G);
-        col = gl == 0 ? from_group : from_left;
+        if constexpr (ahead) {
+            const unsigned from_left = __shfl_up_sync(FULL, col, 1, G);
+            const unsigned from_group = c.offsets(__shfl_sync(FULL, cols, t & (G - 1), G));
+            col = gl == 0 ? from_group : from_left;
+            if ((t & (G - 1)) == G - 1) cols = c.residues(t + gl + 2);
+        } else {
+            if ((t & (G - 1)) == 0) cols = c.offsets_at(t + gl + 1);
+            const unsigned from_left = __shfl_up_sync(FULL, col, 1, G);
+            const unsigned from_group = __shfl_sync(FULL, cols, t & (G - 1), G);
+            col = gl == 0 ? from_group : from_left;
+        }
         const int j = t - gl + 1;
         if ((unsigned)(t - gl) < mine) {
             const unsigned d0 = diag;
