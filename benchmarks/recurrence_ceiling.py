@@ -11,20 +11,25 @@ term (``add.s16x2``), H by one DPX maximum of three (``.relu`` in local mode),
 H - go, and the next E and F by one ``__viaddmax_s16x2`` each; local adds its
 column maximum (one ``__vimax3_s16x2`` per two rows). The substitution scores
 come from a query profile in shared memory by 16-byte loads, as in the packed
-kernel, every lane of a warp at one residue (a broadcast: the loads at their
-cheapest). With ``shfl``, lane l takes the row above from lane l - 1 by two
-shuffles a column (groups of 4 lanes), as the packed kernel's bands do;
-without, each lane feeds itself. No end-cell positions, no boundary rows in
-global memory, no pair bookkeeping: what is left is the recurrence, the
-profile and the hand-over, so its rate bounds what the real kernel can reach
-at the same registers and occupancy.
+kernel: every lane of a warp at one residue (a broadcast, the loads at their
+cheapest), or (``*_couples``) in the query couples' layout, each group of 4
+lanes on its own residues, a lane one column behind its neighbour. With
+``shfl``, lane l takes the row above from lane l - 1 by two shuffles a column
+(groups of 4 lanes), as the packed kernel's bands do; with ``own``, each lane
+feeds itself. The ``*_tb`` variants add the traceback as the packed kernel
+writes it (16 rows a lane: each cell's four bits from packed differences
+into bit planes, 0.5 byte a cell stored to a buffer larger than L2). No
+end-cell positions, no boundary rows in global memory, no pair bookkeeping:
+what is left is the recurrence, the profile and the hand-over, so its rate
+bounds what the real kernel can reach at the same registers and occupancy.
 
 Prints, per variant: registers (ptxas), GCUPS from CUDA events (median of
 ``--reps`` launches after a warm-up), the SM clock during the launch (cycles
 of ``clock64`` over ``%globaltimer`` nanoseconds, block 0), and that rate as
 a share of the ALU pipe's bound at that clock: every maximum is on the ALU
 pipe at half rate (``op_rates.py``), 3 a row global and 3.5 local, so one SM
-does at most 4 x 16 / 3 = 21.3 rows (42.7 cells) a clock global, 36.6 local.
+does at most 4 x 16 / 3 = 21.3 rows (42.7 cells) a clock global, 36.6 local;
+with traceback 7 a row (3 maxima, 2 PRMTs, 2 LOP3s), 18.3 cells a clock.
 """
 
 from __future__ import annotations
