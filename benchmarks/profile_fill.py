@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import pairalign  # noqa: E402
-from workloads import AMINO, PROTEOME, sampled_proteins  # noqa: E402
+from workloads import PROTEOME, sampled_proteins, uniform_proteins  # noqa: E402
 
 
 def main() -> None:
@@ -32,9 +32,7 @@ def main() -> None:
     ap.add_argument("--length", type=int, default=0)
     args = ap.parse_args()
     if args.length:
-        rng = np.random.default_rng(5)
-        n = int((2 * (args.cells or 1e11)) ** 0.5 / args.length) + 1
-        seqs = [rng.choice(AMINO, args.length).tobytes().decode() for _ in range(n)]
+        seqs = uniform_proteins(np.random.default_rng(5), args.cells or 1e11, args.length)
     else:
         seqs = (sampled_proteins(args.cells) if args.cells
                 else pairalign.read_sequences(PROTEOME).sequences[: args.n])

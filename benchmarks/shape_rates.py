@@ -21,7 +21,7 @@ import argparse
 
 import numpy as np
 
-from workloads import AMINO, cells_of, sampled_proteins  # noqa: E402
+from workloads import cells_of, sampled_proteins, uniform_proteins  # noqa: E402
 from kernel_ab import run  # noqa: E402
 
 from pairalign.kernels.gpu_backend import GPUBackend  # noqa: E402
@@ -75,9 +75,8 @@ def main() -> None:
     rng = np.random.default_rng(5)
     workloads = []
     for length in (int(x) for x in args.lengths.split(",")):
-        n = int((2 * args.cells) ** 0.5 / length) + 1
-        workloads.append((f"length {length}, n={n}",
-                          [rng.choice(AMINO, length).tobytes().decode() for _ in range(n)]))
+        seqs = uniform_proteins(rng, args.cells, length)
+        workloads.append((f"length {length}, n={len(seqs)}", seqs))
     sampled = sampled_proteins(args.cells)
     workloads.append((f"sampled, n={len(sampled)}", sampled))
     run(be, workloads[0][1][:200], args.traceback, [])  # compiles and warms up

@@ -1,4 +1,5 @@
-"""Workloads shared by the benchmarks: proteome proteins sampled and mutated."""
+"""Workloads shared by the benchmarks: proteome proteins sampled and mutated,
+and random proteins of one length."""
 
 from __future__ import annotations
 
@@ -50,3 +51,10 @@ def sampled_proteins(cells: float, seed: int = 1, rate: float = 0.1) -> list[str
         s[hit] = rng.choice(AMINO, int(hit.sum()))
         out.append(s.tobytes().decode())
     return out
+
+
+def uniform_proteins(rng: np.random.Generator, cells: float, length: int) -> list[str]:
+    """Random proteins of exactly ``length`` residues (drawn from ``rng``),
+    enough for their all-vs-all to reach about ``cells`` DP cells."""
+    n = int((2 * cells) ** 0.5 / length) + 1
+    return [rng.choice(AMINO, length).tobytes().decode() for _ in range(n)]
