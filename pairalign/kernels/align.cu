@@ -918,17 +918,12 @@ __device__ __forceinline__ void fill_band(
     for (int t = 0; t < steps; ++t) {
         unsigned hup, fup;
         above.step(top_h, top_f, t, gl, m, out_h, out_f, hup, fup);
-        if constexpr (ahead) {
-            const unsigned from_left = __shfl_up_sync(FULL, col, 1, G);
-            const unsigned from_group = c.offsets(__shfl_sync(FULL, cols, t & (G - 1), G));
-            col = gl == 0 ? from_group : from_left;
-            if ((t & (G - 1)) == G - 1) cols = c.residues(t + gl + 2);
-        } else {
-            if ((t & (G - 1)) == 0) cols = c.offsets_at(t + gl + 1);
-            const unsigned from_left = __shfl_up_sync(FULL, col, 1, G);
-            const unsigned from_group = __shfl_sync(FULL, cols, t & (G - 1), G);
-            col = gl == 0 ? from_group : from_left;
-        }
+        if (!ahead && (t & (G - 1)) == 0) cols = c.offsets_at(t + gl + 1);
+        const unsigned from_left = __shfl_up_sync(FULL, col, 1, G);
+        const unsigned shuffled = __shfl_sync(FULL, cols, t & (G - 1), G);
+        const unsigned from_group = ahead ? c.offsets(shuffled) : shuffled;
+        col = gl == 0 ? from_group : from_left;
+        if (ahead && (t & (G - 1)) == G - 1) cols = c.residues(t + gl + 2);
         const int j = t - gl + 1;
         if ((unsigned)(t - gl) < mine) {
             const unsigned d0 = diag;
