@@ -224,6 +224,36 @@ def alu_bound_cells_per_clock_sm(local: bool, traceback: bool = False) -> float:
     return 4 * 16 / (7.0 if traceback else 3.5 if local else 3.0) * 2
 
 
+def profile(rng: np.random.Generator, rows: int):
+    """A device profile for ``rows`` rows a lane: 32 residues of BLOSUM-like
+    scores, -4..11, in both halves."""
+    import cupy as cp
+
+    return cp.asarray(rng.integers(-4, 12, size=(32 * rows, 2)).astype(np.int16)
+                      .view(np.uint32).reshape(-1))
+
+
+def launcher(mod, name: str, prof, steps: int, clk, waves: int = 8):
+    """Variant ``name`` of ``mod`` (a RawModule of SOURCE) as (function, a
+    launch with its grid, block and shared memory, the cells it computes):
+    score-only on ``waves`` blocks of 256 an SM, with traceback on 16 blocks
+    of 128 an SM (four resident) over a traceback buffer of 1,000 columns."""
+    import cupy as cp
+
+    fn = mod.get_function(name)
+    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+    if name in TB_VARIANTS:
+        rows, threads, blocks, wrap = 16, 128, sms * 4 * 4, 1000
+        buf = cp.empty(wrap * blocks * threads * 4, cp.uint32)
+        args, smem = (prof, np.int32(steps), np.int32(wrap), buf, clk), 32 * rows * 4
+    else:
+        rows, threads, blocks = VARIANTS[name][0], 256, sms * waves
+        args = (prof, np.int32(steps), cp.empty(blocks * threads, cp.uint32), clk)
+        smem = 32 * (rows + 4) * 16
+    return (fn, lambda: fn((blocks,), (threads,), args, shared_mem=smem),
+            blocks * threads * steps * 2 * rows)
+
+
 def timed(launch, clk, reps: int) -> tuple[float, float]:
     """Median seconds of ``reps`` launches after one, and the median SM
     clock (MHz) that block 0 saw."""
@@ -257,41 +287,25 @@ def main() -> None:
     cc = dev.compute_capability
     mod = cp.RawModule(code=SOURCE, options=(f"-arch=sm_{cc}", "-std=c++17"))
     rng = np.random.default_rng(1)
-    out = cp.empty(sms * args.waves * 256, cp.uint32)
     clk = cp.zeros(2, cp.int64)
     print(f"{dev.pci_bus_id} {cp.cuda.runtime.getDeviceProperties(dev.id)['name'].decode()}, "
           f"{sms} SMs, {args.steps} columns a thread, {args.waves} blocks an SM")
     print(f"{'variant':18} {'regs':>4} {'GCUPS':>8} {'MHz':>6} {'ALU bound GCUPS':>16} {'share':>6}")
-    for name, (rows, local, _minb) in VARIANTS.items():
-        fn = mod.get_function(name)
-        # BLOSUM-like scores, -4..11, in both halves
-        scores = rng.integers(-4, 12, size=(32 * rows, 2)).astype(np.int16)
-        prof = cp.asarray(scores.view(np.uint32).reshape(-1))
-        smem = 32 * (rows + 4) * 16
-        blocks = sms * args.waves
-        launch = lambda: fn((blocks,), (256,), (prof, np.int32(args.steps), out, clk),  # noqa: E731
-                            shared_mem=smem)
+
+    def measure(name: str, prof, local: bool, traceback: bool = False) -> None:
+        fn, launch, cells = launcher(mod, name, prof, args.steps, clk, args.waves)
         t, f = timed(launch, clk, args.reps)
-        cells = blocks * 256 * args.steps * 2 * rows
-        bound = alu_bound_cells_per_clock_sm(local) * sms * f * 1e6 / 1e9
+        bound = alu_bound_cells_per_clock_sm(local, traceback) * sms * f * 1e6 / 1e9
         print(f"{name:18} {fn.num_regs:4d} {cells / t / 1e9:8.0f} {f:6.0f} {bound:16.0f} "
-              f"{cells / t / 1e9 / bound:6.2f}", flush=True)
-    # with traceback: 16 rows, 0.5 byte a cell to global memory
-    blocks, wrap = sms * 4 * 4, 1000
-    tb = cp.empty(wrap * blocks * 128 * 4, cp.uint32)
-    scores = rng.integers(-4, 12, size=(32 * 16, 2)).astype(np.int16)
-    prof = cp.asarray(scores.view(np.uint32).reshape(-1))
-    for name, local in TB_VARIANTS.items():
-        fn = mod.get_function(name)
-        launch = lambda: fn((blocks,), (128,),  # noqa: E731
-                            (prof, np.int32(args.steps), np.int32(wrap), tb, clk),
-                            shared_mem=32 * 16 * 4)
-        t, f = timed(launch, clk, args.reps)
-        cells = blocks * 128 * args.steps * 2 * 16
-        bound = alu_bound_cells_per_clock_sm(local, True) * sms * f * 1e6 / 1e9
-        print(f"{name:18} {fn.num_regs:4d} {cells / t / 1e9:8.0f} {f:6.0f} {bound:16.0f} "
-              f"{cells / t / 1e9 / bound:6.2f}  ({cells / 2 / t / 1e12:.2f} TB/s of traceback)",
+              f"{cells / t / 1e9 / bound:6.2f}"
+              + (f"  ({cells / 2 / t / 1e12:.2f} TB/s of traceback)" if traceback else ""),
               flush=True)
+
+    for name, (rows, local, _minb) in VARIANTS.items():
+        measure(name, profile(rng, rows), local)
+    tb_prof = profile(rng, 16)  # with traceback: 16 rows, 0.5 byte a cell stored
+    for name, local in TB_VARIANTS.items():
+        measure(name, tb_prof, local, traceback=True)
 
 
 if __name__ == "__main__":

@@ -36,27 +36,16 @@ def bare_rates(traceback: bool) -> dict[str, float]:
     import recurrence_ceiling as rc
 
     dev = cp.cuda.Device()
-    sms = dev.attributes["MultiProcessorCount"]
     mod = cp.RawModule(code=rc.SOURCE, options=(f"-arch=sm_{dev.compute_capability}",
                                                 "-std=c++17"))
-    rows, steps = (16, 20000) if traceback else (32, 20000)
-    prof = cp.asarray(np.random.default_rng(1).integers(-4, 12, (32 * rows, 2))
-                      .astype(np.int16).view(np.uint32).reshape(-1))
+    prof = rc.profile(np.random.default_rng(1), 16 if traceback else 32)
     clk = cp.zeros(2, cp.int64)
     rates = {}
     for mode in ("local", "global"):
-        if traceback:
-            blocks, threads, wrap = sms * 16, 128, 1000
-            buf = cp.empty(wrap * blocks * threads * 4, cp.uint32)
-            fn = mod.get_function(f"{mode}16_tb")
-            args, smem = (prof, np.int32(steps), np.int32(wrap), buf, clk), 32 * rows * 4
-        else:
-            blocks, threads = sms * 8, 256
-            fn = mod.get_function(f"{mode}32_couples")
-            args = (prof, np.int32(steps), cp.empty(blocks * threads, cp.uint32), clk)
-            smem = 32 * (rows + 4) * 16
-        t, _mhz = rc.timed(lambda: fn((blocks,), (threads,), args, shared_mem=smem), clk, 5)
-        rates[mode] = blocks * threads * steps * 2 * rows / t / 1e9
+        _fn, launch, cells = rc.launcher(mod, f"{mode}16_tb" if traceback else f"{mode}32_couples",
+                                         prof, 20000, clk)
+        t, _mhz = rc.timed(launch, clk, 5)
+        rates[mode] = cells / t / 1e9
     return rates
 
 
