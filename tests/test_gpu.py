@@ -7,7 +7,7 @@ import pytest
 
 import pairalign
 from pairalign import engine
-from pairalign.backends import gpu_available
+from pairalign.backends import gpu_available, gpu_count
 from pairalign.kernels import gpu_backend
 
 from conftest import AMINO, assert_same_pairs
@@ -260,10 +260,30 @@ def test_operations_placed_on_the_device_or_the_host(data_dir, monkeypatch, mode
         return room and placed[-1]
 
     monkeypatch.setattr(gpu_backend.GPUBackend, "can_place_ops", spy)
-    cpu, gpu = both(data_dir / "adeno_fiber.faa", mode=mode, traceback=True, window=32)
-    assert_same(cpu, gpu)
+    kw = dict(mode=mode, traceback=True, window=32)
+    path = data_dir / "adeno_fiber.faa"
+    # one device: operations stay on a device only where one backend runs every window
+    gpu = pairalign.align_all(path, backend="gpu", devices=[0], **kw)
+    assert_same(pairalign.align_all(path, backend="cpu", **kw), gpu)
     # asked once where any window's operations stayed, and there was room
     assert placed == ([True] if kept and reserve < 1 else [])
+
+
+@pytest.mark.skipif(gpu_count() < 2, reason="needs two CUDA devices")
+@pytest.mark.parametrize("mode", ["global", "local"])
+def test_several_devices_place_operations_on_the_host(data_dir, monkeypatch, mode):
+    """Windows on two devices: their alignments come to the host and are
+    placed there (no device is asked to place them), the same as one
+    device's and the CPU's."""
+    asked = []
+    monkeypatch.setattr(gpu_backend.GPUBackend, "can_place_ops",
+                        lambda self, total, npairs: asked.append(total) or True)
+    kw = dict(mode=mode, traceback=True, window=32)
+    path = data_dir / "adeno_fiber.faa"
+    two = pairalign.align_all(path, backend="gpu", devices=[0, 1], **kw)
+    assert asked == []
+    assert_same(pairalign.align_all(path, backend="cpu", **kw), two)
+    assert_same(pairalign.align_all(path, backend="gpu", devices=[0], **kw), two)
 
 
 def test_streamed_results_spill_with_operations_on_the_device(data_dir):
