@@ -434,14 +434,17 @@ class WorkerStats:
     failures: int = 0
     retired: bool = False
     predicted_s: float | None = None
+    #: seconds its results waited for room in the queue to the consumer (a
+    #: consumer behind the workers: meanwhile the worker launches nothing)
+    blocked_s: float = 0.0
     #: per-window (pairs, cells, seconds) as measured
     measured: list = field(default_factory=list)
     backend_timings: dict | None = None
 
     def as_dict(self) -> dict:
         d = {k: getattr(self, k) for k in ("label", "description", "windows", "pairs",
-                                            "cells", "busy_s", "failures", "retired",
-                                            "predicted_s")}
+                                            "cells", "busy_s", "blocked_s", "failures",
+                                            "retired", "predicted_s")}
         if self.backend_timings is not None:
             d["backend_timings"] = dict(self.backend_timings)
         return d
@@ -546,7 +549,9 @@ class _LocalRun:
         stats.cells += item.window.cells
         stats.busy_s += seconds
         stats.measured.append((item.window.pairs, item.window.cells, seconds))
+        t = time.perf_counter()
         self._post(("batch", item, batch, backend))
+        stats.blocked_s += time.perf_counter() - t
         self.q.done()
 
     # -- failures ------------------------------------------------------------------
@@ -1034,11 +1039,13 @@ def _record(job: Job, work: Work, run: _LocalRun) -> None:
 
     A worker's first window is left out: it carries the warm-up (compilation,
     the sequences' upload, the pipeline filling) that later windows do not.
+    The others' times are spread over the bursts in which a pipelined
+    worker's results come (:func:`~pairalign.scheduler.cost.spread_bursts`).
     """
     for b, st in zip(work.workers, run.stats):
         if len(st.measured) > 1:
             try:
-                _cost.record(_cost.model_key(b, job), st.measured[1:])
+                _cost.record(_cost.model_key(b, job), _cost.spread_bursts(st.measured[1:]))
             except Exception:
                 pass
 

@@ -584,6 +584,25 @@ def test_cost_fit_recovers_known_coefficients():
     assert model.predict(m, m * n) == pytest.approx(t0, rel=1e-3)
 
 
+def test_cost_fit_on_bursty_pipelined_windows():
+    """Results of a pipelined worker come in bursts of three: two windows timed
+    at ~0, the third at all three's time. Spread over the bursts, the samples
+    fit a model that predicts the run's time; as they come, they do not."""
+    rng = np.random.default_rng(8)
+    m = rng.integers(1 << 18, 1 << 20, 60).astype(float)
+    n = rng.uniform(2e4, 2e5, 60)
+    true = 1e-3 + 4e-13 * m * n
+    timed = np.where(np.arange(60) % 3 == 2, true + np.roll(true, 1) + np.roll(true, 2), 1e-5)
+    raw = list(zip(m, m * n, timed))
+    spread = cost.spread_bursts(raw)
+    assert sum(t for *_, t in spread) == pytest.approx(timed.sum())
+    assert [(p, c) for p, c, _ in spread] == [(p, c) for p, c, _ in raw]
+    good = cost.fit(*zip(*spread))
+    assert good.predict(m, m * n).sum() == pytest.approx(true.sum(), rel=0.05)
+    bad = cost.fit(*zip(*raw))
+    assert bad.predict(m, m * n).sum() < 0.5 * true.sum()
+
+
 def test_calibrate_caches_and_predicts(tmp_path):
     job = make_job(30)
     spec = cost.CalibrationSpec(64, 60, 10, (16, 32), regions=(0.0, 1.0))
