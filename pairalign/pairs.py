@@ -131,6 +131,41 @@ class PairBatch:
     def nbytes(self) -> int:
         return sum(getattr(self, f.name).nbytes for f in fields(self))
 
+    def __reduce__(self):
+        """Pickled compactly (results cross processes and machines through
+        Dask): a column that is all -1 (without traceback: the begins,
+        identities and lengths) travels as its length, offsets that are all
+        zero (no operations) likewise, and the indices as int32 where they
+        fit. Score-only batches take 20 bytes a pair instead of 52."""
+        n = len(self)
+        wire = {}
+        for name in _COLUMNS[2:]:
+            col = getattr(self, name)
+            wire[name] = None if n and col[0] == -1 and (col == -1).all() else col
+        for name in ("query", "target"):
+            col = getattr(self, name)
+            small = col.dtype == np.int64 and n and col.min() >= 0 and col.max() < 2**31
+            wire[name] = (col.astype(np.int32), col.dtype.str) if small else col
+        off = self.op_offsets
+        wire["op_offsets"] = None if off[-1] == 0 else off
+        return _from_wire, (n, wire, self.op_code, self.op_len)
+
+
+def _from_wire(n: int, wire: dict, op_code: np.ndarray, op_len: np.ndarray) -> PairBatch:
+    """A :class:`PairBatch` from its pickled form (:meth:`PairBatch.__reduce__`)."""
+    cols = {}
+    for name in _COLUMNS:
+        col = wire[name]
+        if col is None:
+            cols[name] = np.full(n, -1, np.int32)
+        elif isinstance(col, tuple):  # narrowed for the wire: (values, dtype)
+            cols[name] = col[0].astype(col[1])
+        else:
+            cols[name] = col
+    off = wire["op_offsets"]
+    return PairBatch(**cols, op_offsets=np.zeros(n + 1, np.int64) if off is None else off,
+                     op_code=op_code, op_len=op_len)
+
 
 @dataclass(frozen=True)
 class DeviceOps:
@@ -168,6 +203,10 @@ class DevicePairBatch(PairBatch):
     asked (``iter_windows(device_ops=True)``)."""
 
     device_ops: DeviceOps | None = None
+
+    def __reduce__(self):
+        raise TypeError("a DevicePairBatch holds operations on a device: pickle its "
+                        "on_host() instead")
 
     def on_host(self) -> PairBatch:
         code, length = self.device_ops.on_host()
