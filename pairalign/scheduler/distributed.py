@@ -148,7 +148,9 @@ def _run_window(job, entry, w, max_memory, depth=0) -> list[PairBatch]:
 
     backend, state = entry["backend"], entry["state"]
     try:
+        t = time.perf_counter()
         parts = fit_window(job, backend, w)
+        entry["fit_s"] = entry.get("fit_s", 0.0) + time.perf_counter() - t
         fits = [x for x, ok in parts if ok]
         out = _run_on(job, backend, state, fits)
         too_large = [x for x, ok in parts if not ok]
@@ -170,18 +172,21 @@ def _run_window(job, entry, w, max_memory, depth=0) -> list[PairBatch]:
 
 
 def run_window_task(job: Job, token: str, w, kind: str = "auto",
-                    max_memory: int = 4 << 30) -> tuple[PairBatch, float, str]:
-    """One window on this Dask worker: the batch (input indices), seconds, worker label."""
+                    max_memory: int = 4 << 30) -> tuple[PairBatch, float, str, dict | None]:
+    """One window on this Dask worker: the batch (input indices), seconds, worker
+    label, and the worker backend's timings so far (``None`` if it keeps none)."""
     entry = _worker_entry(job, token, kind, max_memory)
     with entry["lock"]:  # one window at a time per worker: the backend is not re-entrant
         bind_thread(entry["backend"])
         t0 = time.perf_counter()
         batches = _run_window(job, entry, w, max_memory)
         seconds = time.perf_counter() - t0
+        bt = getattr(entry["backend"], "timings", None)
+        bt = dict(bt, fit_window=entry.get("fit_s", 0.0)) if isinstance(bt, dict) else None
     batch = PairBatch.concat(batches)
     if len(batch) != w.pairs:
         raise RuntimeError(f"worker returned {len(batch)} pairs for a window of {w.pairs}")
-    return batch, seconds, entry["label"]
+    return batch, seconds, entry["label"], bt
 
 
 def forget(token: str) -> int:
@@ -270,7 +275,8 @@ def iter_distributed(job: Job, client, *, backend=None, max_memory: int = 4 << 3
     job_future = client.scatter(job, broadcast=True, hash=False) if items else None
     futures: dict = {}
     stats: dict[str, dict] = {}
-    ac = as_completed()
+    # results come to the client in the background while it yields earlier ones
+    ac = as_completed(with_results=True)
     nxt = 0
 
     def submit_next():
@@ -291,19 +297,23 @@ def iter_distributed(job: Job, client, *, backend=None, max_memory: int = 4 << 3
         while nxt < len(items) and nxt < limit:
             submit_next()
         while futures:
-            fut = next(ac)
+            t = time.perf_counter()
+            fut, (batch, seconds, label, bt) = next(ac)
+            wait = time.perf_counter() - t
             idx = futures.pop(fut)
-            batch, seconds, label = fut.result()
             fut.release()
             p, _, win = items[idx]
             st = stats.setdefault(label, {"label": label, "description": label, "windows": 0,
                                           "pairs": 0, "cells": 0, "busy_s": 0.0,
-                                          "failures": 0, "retired": False,
-                                          "predicted_s": None})
+                                          "blocked_s": 0.0, "wait_s": 0.0, "failures": 0,
+                                          "retired": False, "predicted_s": None})
             st["windows"] += 1
             st["pairs"] += win.pairs
             st["cells"] += win.cells
             st["busy_s"] += seconds
+            st["wait_s"] += wait  # the client's wait for this result (compute and transfer)
+            if bt is not None:
+                st["backend_timings"] = bt
             if nxt < len(items):
                 submit_next()
             done += len(batch)
