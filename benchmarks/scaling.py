@@ -17,9 +17,14 @@ NVRTC compilation is excluded (every device runs a small job first).
 Reported per GPU count: seconds, GCUPS (cells / seconds / 1e9), speedup over one
 GPU, efficiency (speedup / GPUs), and per GPU: windows, busy (the fraction of the
 run its worker spent inside the backend: launching, waiting for and collecting
-windows) and kernel (the CUDA-event time of its fill and traceback kernels over
-the run; windows overlap on streams, so this can exceed 100%). The checksum of
-all pairs (query, target, score) must be the same for every count.
+windows), GPU busy (the fraction of the run in which any of its kernels ran:
+the union of their CUDA-event spans) and the seconds its results waited for
+the consumer (``blocked``: meanwhile that worker launches nothing) or, through
+Dask, the client's wait for the next result (``wait``), attributed to the
+worker whose result it was. Each run also
+prints the consumer's own seconds (the checksum) and the cost model's predicted
+seconds. ``--buffer`` sets how many results may wait for the consumer. The
+checksum of all pairs (query, target, score) must be the same for every count.
 
 On a machine without a GPU the script says so and exits 0.
 """
@@ -32,32 +37,62 @@ import sys
 import time
 from pathlib import Path
 
+import numba
 import numpy as np
 
 from workloads import cells_of, sampled_proteins as workload  # noqa: E402
 
+@numba.njit(nogil=True, cache=True)
+def _hash_sums(q, t, score, chunks):
+    n = q.shape[0]
+    sums = np.zeros(chunks, np.uint64)
+    xors = np.zeros(chunks, np.uint64)
+    for c in range(chunks):
+        s = np.uint64(0)
+        x = np.uint64(0)
+        for k in range(c * n // chunks, (c + 1) * n // chunks):
+            h = (np.uint64(q[k]) * np.uint64(0x9E3779B97F4A7C15)
+                 ^ np.uint64(t[k]) * np.uint64(0xC2B2AE3D27D4EB4F)
+                 ^ np.uint64(np.int64(score[k])) * np.uint64(0x165667B19E3779F9))
+            s += h
+            x ^= h
+        sums[c] = s
+        xors[c] = x
+    s = np.uint64(0)
+    x = np.uint64(0)
+    for c in range(chunks):
+        s += sums[c]
+        x ^= xors[c]
+    return s, x
+
+
 def checksum(batch) -> tuple[int, int]:
-    """Order-independent: sum and xor of a hash of (query, target, score)."""
-    h = (batch.query.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
-         ^ batch.target.astype(np.uint64) * np.uint64(0xC2B2AE3D27D4EB4F)
-         ^ batch.score.astype(np.int64).astype(np.uint64) * np.uint64(0x165667B19E3779F9))
-    return int(h.sum(dtype=np.uint64)), int(np.bitwise_xor.reduce(h)) if len(h) else 0
+    """Order-independent: sum and xor of a hash of (query, target, score), in
+    one pass on numba's threads without the GIL, so that the consumer keeps up
+    with several GPUs (numpy's passes took ~16 ns a pair, 1.5 s of a 1.8 s
+    two-GPU run on the H100s)."""
+    s, x = _hash_sums(batch.query, batch.target, batch.score, 64)
+    return int(s), int(x)
 
 
-def run(job, backend=None, client=None) -> dict:
+def run(job, backend=None, client=None, buffer=None) -> dict:
     from pairalign.engine import iter_windows
 
     timings: dict = {}
     pairs = 0
     s = x = 0
+    consumer = 0.0  # seconds the consumer spent on batches (the checksum)
     t = time.perf_counter()
-    for batch in iter_windows(job, backend, timings=timings, client=client):
+    for batch in iter_windows(job, backend, timings=timings, client=client, buffer=buffer):
+        c = time.perf_counter()
         pairs += len(batch)
         a, b = checksum(batch)
         s = (s + a) % (1 << 64)
         x ^= b
+        consumer += time.perf_counter() - c
     wall = time.perf_counter() - t
-    return {"wall": wall, "pairs": pairs, "checksum": f"{s:016x}{x:016x}", "timings": timings}
+    return {"wall": wall, "pairs": pairs, "checksum": f"{s:016x}{x:016x}", "timings": timings,
+            "consumer": consumer}
 
 
 def main() -> int:
@@ -70,6 +105,9 @@ def main() -> int:
                     help="GPU counts to run, e.g. 1,2,4 (default 1, 2, 4, ... up to all visible)")
     ap.add_argument("--dask", action="store_true",
                     help="also run through a dask LocalCluster of one worker per GPU")
+    ap.add_argument("--buffer", default=None,
+                    help="results queued for the consumer, e.g. 6,32: each value runs every "
+                         "GPU count (default the engine's, 2 x GPUs + 2)")
     ap.add_argument("--json", default=None, help="write the results to this file")
     args = ap.parse_args()
 
@@ -105,23 +143,35 @@ def main() -> int:
     backends = {d: GPUBackend(devices=[d]) for d in range(max(counts))}
     for d, be in backends.items():
         print(f"gpu {d}: {be.describe()}", flush=True)
-    warm = Job(args.mode, sc, args.traceback, SortedSet.encode(seqs[:300], sc))
-    from pairalign.engine import run_job
-
-    run_job(warm, [backends[d] for d in range(max(counts))])
+    # small jobs (one window each) of the longest, the shortest and random
+    # proteins, each device alone: the kernels of every score width compile
+    # (a fresh machine's first 1e13-cell run took 11.4 s instead of 2.7 s with
+    # a random warm-up alone), and the checksum compiles
+    by_length = sorted(seqs, key=len)
+    warm_jobs = [Job(args.mode, sc, args.traceback, SortedSet.encode(part, sc))
+                 for part in (by_length[-300:], by_length[:300], seqs[:300])]
+    for be in backends.values():
+        for wj in warm_jobs:
+            run(wj, [be])
+    warm = warm_jobs[-1]
 
     results = []
-    for k in counts:
-        ws = [backends[d] for d in range(k)]
-        for b in ws:
-            b.timings.clear()
-        r = run(job, ws)
-        r["gpus"] = k
-        results.append(r)
-        sched = r["timings"]["scheduler"]
-        print(f"{k} GPU(s): {r['wall']:.2f} s, {cells / r['wall'] / 1e9:.1f} GCUPS, "
-              f"{sched['windows']} windows ({sched['planned_windows']} planned), "
-              f"{sched['failures']} failures", flush=True)
+    buffers = [None] if not args.buffer else [int(b) for b in args.buffer.split(",")]
+    for buffer in buffers:
+        for k in counts:
+            ws = [backends[d] for d in range(k)]
+            for b in ws:
+                b.timings.clear()
+            r = run(job, ws, buffer=buffer)
+            r["gpus"] = k
+            r["buffer"] = buffer
+            results.append(r)
+            sched = r["timings"]["scheduler"]
+            print(f"{k} GPU(s), buffer {buffer or 'default'}: {r['wall']:.2f} s, "
+                  f"{cells / r['wall'] / 1e9:.1f} GCUPS, {sched['windows']} windows "
+                  f"({sched['planned_windows']} planned), {sched['failures']} failures, "
+                  f"consumer {r['consumer']:.2f} s, predicted {r['timings']['predicted']} "
+                  f"({sched.get('model')})", flush=True)
 
     if args.dask:
         from dask.distributed import Client, LocalCluster
@@ -139,17 +189,19 @@ def main() -> int:
     base = next(r["wall"] for r in results if r["gpus"] == 1 and not r.get("dask"))
     print()
     print(f"{'run':8} {'GPUs':>4} {'s':>8} {'GCUPS':>8} {'speedup':>8} {'eff.':>6}  "
-          f"per GPU: windows / busy / kernel")
+          f"per GPU: windows / busy / GPU busy / blocked (local) or wait (dask)")
     sums = set()
     for r in results:
         per = []
         for w in r["timings"]["scheduler"]["workers"]:
             bt = w.get("backend_timings") or {}
-            kern = bt.get("fill", 0.0) + bt.get("traceback", 0.0)
+            wait = w.get("wait_s", w.get("blocked_s", 0.0))
             per.append(f"{w['label']} {w['windows']} / {w['busy_s'] / r['wall']:.0%}"
-                       + (f" / {kern / r['wall']:.0%}" if bt else ""))
+                       + (f" / {bt['gpu_busy'] / r['wall']:.0%}" if "gpu_busy" in bt else "")
+                       + f" / {wait:.2f} s")
         speed = base / r["wall"]
-        print(f"{'dask' if r.get('dask') else 'local':8} {r['gpus']:>4} {r['wall']:8.2f} "
+        run_name = "dask" if r.get("dask") else f"local{'' if not r.get('buffer') else r['buffer']}"
+        print(f"{run_name:8} {r['gpus']:>4} {r['wall']:8.2f} "
               f"{cells / r['wall'] / 1e9:8.1f} {speed:8.2f} {speed / r['gpus']:6.0%}  "
               + "; ".join(per))
         sums.add(r["checksum"])
@@ -160,12 +212,19 @@ def main() -> int:
     print(f"checksums {'identical' if same else 'DIFFER'} over every run "
           f"({next(iter(sums)) if same else sums})")
     if args.json:
-        keep = [{"gpus": r["gpus"], "dask": bool(r.get("dask")), "wall": r["wall"],
-                 "checksum": r["checksum"], "workers": r["timings"]["scheduler"]["workers"]}
+        keep = [{"gpus": r["gpus"], "dask": bool(r.get("dask")), "buffer": r.get("buffer"),
+                 "wall": r["wall"], "consumer": r["consumer"],
+                 "predicted": r["timings"].get("predicted"), "checksum": r["checksum"],
+                 "workers": r["timings"]["scheduler"]["workers"]}
                 for r in results]
+        from pairalign.scheduler import cost
+
+        key = cost.model_key(backends[0], job)
         Path(args.json).write_text(json.dumps({"cells": cells, "pairs": pairs,
                                                "traceback": args.traceback,
-                                               "mode": args.mode, "runs": keep}, indent=1))
+                                               "mode": args.mode, "runs": keep,
+                                               "cost_key": key,
+                                               "cost_samples": cost.samples(key)}, indent=1))
     return 0 if same else 1
 
 
