@@ -119,7 +119,8 @@ def align_all(
     threads : int, optional
         CPU cores to use (all by default).
     devices : sequence of int, optional
-        GPU ordinals to use.
+        GPU ordinals to use (every visible one by default), one worker each,
+        taking windows in LPT order; the output is the same on any number.
     max_memory : int or str
         Budget for working buffers, e.g. ``"4G"``.
     window : int, optional

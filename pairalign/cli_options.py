@@ -352,7 +352,8 @@ def run_options(f: Callable | None = None):
         click.option("--threads", type=click.IntRange(min=1), default=None,
                      help="CPU cores to use. [default: all]"),
         click.option("--devices", metavar="0,1,...", default=None, callback=_devices,
-                     help="GPU ordinals to use. [default: the first]"),
+                     help="GPU ordinals to use, one worker each, windows taken in LPT "
+                          "order. [default: every visible one]"),
         click.option("--max-memory", metavar="SIZE", default="4G", show_default=True,
                      callback=_memory,
                      help="Budget for working buffers, e.g. 512M, 8G."),
