@@ -23,8 +23,11 @@ the consumer (``blocked``: meanwhile that worker launches nothing) or, through
 Dask, the client's wait for the next result (``wait``), attributed to the
 worker whose result it was. Each run also
 prints the consumer's own seconds (the checksum) and the cost model's predicted
-seconds. ``--buffer`` sets how many results may wait for the consumer. The
-checksum of all pairs (query, target, score) must be the same for every count.
+seconds. ``--buffer`` sets how many results may wait for the consumer;
+``--consumer place`` puts the batches in input order as ``run_job`` does
+(numba's parallel passes in the consumer's thread, beside the workers'),
+instead of only hashing them. The checksum of all pairs (query, target,
+score) must be the same for every count.
 
 On a machine without a GPU the script says so and exits 0.
 """
@@ -75,24 +78,36 @@ def checksum(batch) -> tuple[int, int]:
     return int(s), int(x)
 
 
-def run(job, backend=None, client=None, buffer=None) -> dict:
-    from pairalign.engine import iter_windows
+def run(job, backend=None, client=None, buffer=None, consumer="checksum") -> dict:
+    """One run of ``job``; ``consumer`` ``checksum`` (each batch hashed as it
+    comes) or ``place`` (each batch put in input order as ``run_job`` does,
+    :func:`pairalign.engine.assemble`, and hashed after the clock stops)."""
+    from pairalign.engine import assemble, iter_windows
 
     timings: dict = {}
+    t = time.perf_counter()
+    batches = iter_windows(job, backend, timings=timings, client=client, buffer=buffer,
+                           device_ops=consumer == "place" and client is None)
+    if consumer == "place":
+        spent: dict = {}
+        out = assemble(job, batches, spent)
+        wall = time.perf_counter() - t
+        s, x = checksum(out)
+        return {"wall": wall, "pairs": len(out), "checksum": f"{s:016x}{x:016x}",
+                "timings": timings, "consumer": spent["order"]}
     pairs = 0
     s = x = 0
-    consumer = 0.0  # seconds the consumer spent on batches (the checksum)
-    t = time.perf_counter()
-    for batch in iter_windows(job, backend, timings=timings, client=client, buffer=buffer):
+    spent_s = 0.0  # seconds the consumer spent on batches (the checksum)
+    for batch in batches:
         c = time.perf_counter()
         pairs += len(batch)
         a, b = checksum(batch)
         s = (s + a) % (1 << 64)
         x ^= b
-        consumer += time.perf_counter() - c
+        spent_s += time.perf_counter() - c
     wall = time.perf_counter() - t
     return {"wall": wall, "pairs": pairs, "checksum": f"{s:016x}{x:016x}", "timings": timings,
-            "consumer": consumer}
+            "consumer": spent_s}
 
 
 def main() -> int:
@@ -108,6 +123,10 @@ def main() -> int:
     ap.add_argument("--buffer", default=None,
                     help="results queued for the consumer, e.g. 6,32: each value runs every "
                          "GPU count (default the engine's, 2 x GPUs + 2)")
+    ap.add_argument("--consumer", default="checksum",
+                    help="checksum (each batch hashed as it comes) and/or place (put in "
+                         "input order as run_job does), comma-separated: each runs every "
+                         "GPU count")
     ap.add_argument("--json", default=None, help="write the results to this file")
     args = ap.parse_args()
 
@@ -157,17 +176,19 @@ def main() -> int:
 
     results = []
     buffers = [None] if not args.buffer else [int(b) for b in args.buffer.split(",")]
-    for buffer in buffers:
+    consumers = args.consumer.split(",")
+    for consumer, buffer in [(c, b) for c in consumers for b in buffers]:
         for k in counts:
             ws = [backends[d] for d in range(k)]
             for b in ws:
                 b.timings.clear()
-            r = run(job, ws, buffer=buffer)
+            r = run(job, ws, buffer=buffer, consumer=consumer)
             r["gpus"] = k
             r["buffer"] = buffer
+            r["consumer_kind"] = consumer
             results.append(r)
             sched = r["timings"]["scheduler"]
-            print(f"{k} GPU(s), buffer {buffer or 'default'}: {r['wall']:.2f} s, "
+            print(f"{k} GPU(s), {consumer}, buffer {buffer or 'default'}: {r['wall']:.2f} s, "
                   f"{cells / r['wall'] / 1e9:.1f} GCUPS, {sched['windows']} windows "
                   f"({sched['planned_windows']} planned), {sched['failures']} failures, "
                   f"consumer {r['consumer']:.2f} s, predicted {r['timings']['predicted']} "
@@ -186,7 +207,10 @@ def main() -> int:
             results.append(r)
             print(f"dask, {k} worker(s): {r['wall']:.2f} s", flush=True)
 
-    base = next(r["wall"] for r in results if r["gpus"] == 1 and not r.get("dask"))
+    # speedups over one GPU with the same consumer and queue (Dask's over the first)
+    bases = {(r["consumer_kind"], r["buffer"]): r["wall"] for r in results
+             if r["gpus"] == 1 and not r.get("dask")}
+    base = next(iter(bases.values()))
     print()
     print(f"{'run':8} {'GPUs':>4} {'s':>8} {'GCUPS':>8} {'speedup':>8} {'eff.':>6}  "
           f"per GPU: windows / busy / GPU busy / blocked (local) or wait (dask)")
@@ -199,8 +223,10 @@ def main() -> int:
             per.append(f"{w['label']} {w['windows']} / {w['busy_s'] / r['wall']:.0%}"
                        + (f" / {bt['gpu_busy'] / r['wall']:.0%}" if "gpu_busy" in bt else "")
                        + f" / {wait:.2f} s")
-        speed = base / r["wall"]
-        run_name = "dask" if r.get("dask") else f"local{'' if not r.get('buffer') else r['buffer']}"
+        speed = bases.get((r.get("consumer_kind"), r.get("buffer")), base) / r["wall"]
+        run_name = ("dask" if r.get("dask") else
+                    ("place" if r.get("consumer_kind") == "place" else "local")
+                    + ("" if not r.get("buffer") else str(r["buffer"])))
         print(f"{run_name:8} {r['gpus']:>4} {r['wall']:8.2f} "
               f"{cells / r['wall'] / 1e9:8.1f} {speed:8.2f} {speed / r['gpus']:6.0%}  "
               + "; ".join(per))
@@ -213,6 +239,7 @@ def main() -> int:
           f"({next(iter(sums)) if same else sums})")
     if args.json:
         keep = [{"gpus": r["gpus"], "dask": bool(r.get("dask")), "buffer": r.get("buffer"),
+                 "consumer_kind": r.get("consumer_kind", "checksum"),
                  "wall": r["wall"], "consumer": r["consumer"],
                  "predicted": r["timings"].get("predicted"), "checksum": r["checksum"],
                  "workers": r["timings"]["scheduler"]["workers"]}
