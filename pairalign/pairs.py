@@ -134,14 +134,15 @@ class PairBatch:
     def __reduce__(self):
         """Pickled compactly (results cross processes and machines through
         Dask): a column that is all -1 (without traceback: the begins,
-        identities and lengths) travels as its length, offsets that are all
-        zero (no operations) likewise, and the indices as int32 where they
+        identities and lengths) travels as its dtype, offsets that are all
+        zero (no operations) as nothing, and the indices as int32 where they
         fit. Score-only batches take 20 bytes a pair instead of 52."""
         n = len(self)
         wire = {}
         for name in _COLUMNS[2:]:
             col = getattr(self, name)
-            wire[name] = None if n and col[0] == -1 and (col == -1).all() else col
+            constant = n and col[0] == -1 and (col == -1).all()
+            wire[name] = col.dtype.str if constant else col
         for name in ("query", "target"):
             col = getattr(self, name)
             small = col.dtype == np.int64 and n and col.min() >= 0 and col.max() < 2**31
@@ -156,8 +157,8 @@ def _from_wire(n: int, wire: dict, op_code: np.ndarray, op_len: np.ndarray) -> P
     cols = {}
     for name in _COLUMNS:
         col = wire[name]
-        if col is None:
-            cols[name] = np.full(n, -1, np.int32)
+        if isinstance(col, str):  # all -1, of this dtype
+            cols[name] = np.full(n, -1, col)
         elif isinstance(col, tuple):  # narrowed for the wire: (values, dtype)
             cols[name] = col[0].astype(col[1])
         else:

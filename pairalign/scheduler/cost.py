@@ -205,10 +205,11 @@ def spread_bursts(samples: Sequence[tuple[float, float, float]],
     ran is timed at almost nothing, and the earlier one at both; windows that
     run at once on the device share it, in whatever proportion. Weighted by
     ``1 / t`` (see :func:`fit`), the near-zero samples would say that cells
-    cost nothing (on the H100s: 0.8 ms predicted for a 1.8 s run). Consecutive windows are grouped until a group's time reaches
-    ``windows`` mean windows' (a pipeline's depth or more), and its time is
-    shared over its windows in proportion to their cells (a short last group
-    joins the one before). The total time is kept.
+    cost nothing (on the H100s: 0.8 ms predicted for a 1.8 s run).
+    Consecutive windows are grouped until a group's time reaches ``windows``
+    mean windows' (a pipeline's depth or more), and its time is shared over
+    its windows in proportion to their cells (a short last group joins the
+    one before). The total time is kept.
     """
     rows = [(float(p), float(c), float(t)) for p, c, t in samples]
     if len(rows) < 2:
