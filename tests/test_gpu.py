@@ -238,6 +238,22 @@ def test_slots_take_windows_as_their_own_end(monkeypatch, traceback, first_done)
     assert any(ahead) == first_done
 
 
+@pytest.mark.parametrize("mode", ["local", "global", "semiglobal"])
+@pytest.mark.parametrize("block", [True, False])
+def test_query_couples_with_a_profile_a_block(monkeypatch, mode, block):
+    """Score-only query couples that share one profile a block (each row
+    couple's warps padded to whole blocks by empty ones) or keep one a warp:
+    the CPU's scores and ends, on windows whose row couples take any number
+    of warps (diagonal ones too) and queries of one to six bands, the last
+    one short (filled in stripes of 8 or 16 rows)."""
+    monkeypatch.setattr(gpu_backend, "BLOCK_QUERY_PROFILE", block)
+    rng = np.random.default_rng(21)
+    letters = np.array(list(AMINO))
+    seqs = ["".join(rng.choice(letters, n)) for n in rng.integers(40, 700, 260)]
+    cpu, gpu = both(seqs, mode=mode, traceback=False, window=96)
+    assert_same(cpu, gpu)
+
+
 @pytest.mark.parametrize("mode", ["global", "local"])
 @pytest.mark.parametrize("kept,share,reserve,room", [
     (True, 0.1, 0.05, True), (True, None, 0.05, True), (True, 1e-7, 0.05, True),

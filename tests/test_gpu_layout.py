@@ -31,19 +31,20 @@ def fits_below(limit):
 
 
 def expanded(rows_len, cols_len, w, traceback, steps=STEPS, fits16=None, score_bytes=2,
-             col_base=0, per_warp=1, stripes=1, query=0):
+             col_base=0, per_warp=1, stripes=1, query=0, block=1):
     lengths = JobLengths.of(rows_len, cols_len)
     plan = plan_window(lengths, w, traceback=traceback, wide_steps=steps,
                        fits16=fits16, score_bytes=score_bytes, couples_per_warp=per_warp,
-                       couple_stripes=stripes, query_band=query)
+                       couple_stripes=stripes, query_band=query, query_block=block)
     return plan, expand(plan, lengths, col_base, traceback)
 
 
 def check_plan(plan, lay, rows_len, cols_len, w, traceback, steps, fits16, col_base=0,
-               per_warp=1, stripes=1, query=0):
+               per_warp=1, stripes=1, query=0, block=1):
     """Every pair once, in the launch order of gpu_layout's docstring, with
     buffers that neither overlap nor fall short of what the kernels write.
-    ``query``: rows of a query couple's band (0: no query couples)."""
+    ``query``: rows of a query couple's band (0: no query couples);
+    ``block``: warps a block that share a query couple's profile."""
     r, c = lay["rows"].astype(np.int64), lay["cols"].astype(np.int64) - col_base
     n, m = rows_len[r], cols_len[c]
     # every pair of the window once
@@ -84,13 +85,25 @@ def check_plan(plan, lay, rows_len, cols_len, w, traceback, steps, fits16, col_b
     a, b = slice(0, npack, 2), slice(1, npack, 2)
     assert cw[0] == 0 and cw[-1] == npack // 2
     size = np.diff(cw)
-    assert (size >= 1).all() and (size <= per_warp).all()
+    held = size > 0
+    assert held[plan.query_warps:].all() and (size <= per_warp).all()
+    # query couples' warps in whole blocks of one row couple, empty ones last
+    if block == 1:
+        assert held.all()
+    assert plan.query_warps % block == 0
+    for b0 in range(0, plan.query_warps, block):
+        part = held[b0:b0 + block]
+        assert part[0] and not (part[1:] & ~part[:-1]).any()
+        rows = r[2 * cw[b0:b0 + block][part]]
+        assert (rows == rows[0]).all()
+        if b0 + block < plan.query_warps and not part.all():  # padding ends a row couple
+            assert r[2 * cw[b0 + block]] != rows[0]
     warp_of = np.repeat(np.arange(size.size), size)
     kind = np.arange(npack // 2) < nq // 2  # a query couple
     assert np.array_equal(r[a], r[2 * cw[warp_of]])
     assert np.array_equal(kind, kind[cw[warp_of]])
-    assert (kind[cw[:-1]] == (np.arange(size.size) < plan.query_warps)).all()
-    short = np.flatnonzero(size[:-1] < per_warp)
+    assert (kind[cw[:-1][held]] == (np.arange(size.size) < plan.query_warps)[held]).all()
+    short = np.flatnonzero(held[:-1] & (size[:-1] < per_warp))
     first = cw[short + 1], cw[short]
     assert ((r[2 * first[0]] != r[2 * first[1]]) | (kind[first[0]] != kind[first[1]])).all()
     # the other wide pairs row-major, at most one that fits a row (no partner)
@@ -161,10 +174,11 @@ def check_plan(plan, lay, rows_len, cols_len, w, traceback, steps, fits16, col_b
 @pytest.mark.parametrize("triangle", [False, True])
 @pytest.mark.parametrize("longest", [300, 900])
 @pytest.mark.parametrize("traceback", [False, True])
-@pytest.mark.parametrize("per_warp,stripes,query", [(1, 1, 0), (4, 1, 0), (4, 2, 0),
-                                                    (8, 1, 128), (4, 2, 32)])
+@pytest.mark.parametrize("per_warp,stripes,query,block", [
+    (1, 1, 0, 1), (4, 1, 0, 1), (4, 2, 0, 1), (8, 1, 128, 1), (4, 2, 32, 1), (8, 1, 128, 8),
+    (2, 1, 32, 4)])
 def test_plan_orders_pairs_and_sizes_buffers(seed, triangle, longest, traceback, per_warp,
-                                             stripes, query):
+                                             stripes, query, block):
     rng = np.random.default_rng(seed)
     count = 150
     rows_len = lengths_sorted(rng, count, longest)
@@ -176,12 +190,12 @@ def test_plan_orders_pairs_and_sizes_buffers(seed, triangle, longest, traceback,
     fits16 = fits_below(int(np.quantile(cols_len[w.c0:w.c1], 0.8)))
     plan, lay = expanded(rows_len, cols_len, w, traceback, steps, fits16,
                          score_bytes=2 if seed % 2 else 4, col_base=0 if triangle else count,
-                         per_warp=per_warp, stripes=stripes, query=query)
+                         per_warp=per_warp, stripes=stripes, query=query, block=block)
     assert plan.npack and plan.nwide > plan.npack and plan.npairs > plan.nwide
     assert (plan.query_warps > 0) == bool(query)
     check_plan(plan, lay, rows_len, cols_len, w, traceback, steps, fits16,
                col_base=0 if triangle else count, per_warp=per_warp, stripes=stripes,
-               query=query)
+               query=query, block=block)
 
 
 @pytest.mark.parametrize("steps", [None, 1, 1 << 40])
@@ -229,7 +243,7 @@ def test_plan_of_a_job_sizes_windows_without_a_device(traceback):
         rows, group = gpu_backend._pack_shape(traceback, job.mode)
         check_plan(plan, lay, lengths, lengths, w, traceback, steps, job.scoring.fits_int16,
                    per_warp=32 // group, stripes=rows // 8 if traceback else 1,
-                   query=be._query_band(job))
+                   query=be._query_band(job), block=gpu_backend._query_block(traceback))
         assert plan.npairs == w.pairs
         packed += plan.npack
         unpacked += plan.nwide - plan.npack
@@ -380,9 +394,9 @@ def test_plan_refuses_unsorted_lengths():
        steps=st.one_of(st.none(), st.integers(1, 3000)), fit=st.integers(0, 400),
        traceback=st.booleans(), score_bytes=st.sampled_from([2, 4]),
        per_warp=st.sampled_from([1, 2, 4, 8]), stripes=st.sampled_from([1, 2]),
-       query=st.sampled_from([0, 1, 8, 128]))
+       query=st.sampled_from([0, 1, 8, 128]), block=st.sampled_from([1, 8]))
 def test_plan_holds_for_any_window(lengths, cols, corner, steps, fit, traceback, score_bytes,
-                                   per_warp, stripes, query):
+                                   per_warp, stripes, query, block):
     """Ties, lengths of 1, rows with no pairs, windows of one row or column,
     every pair wide or none: the same rules as above."""
     rows_len = np.sort(np.array(lengths, np.int64))[::-1]
@@ -394,7 +408,7 @@ def test_plan_holds_for_any_window(lengths, cols, corner, steps, fit, traceback,
     fits16 = fits_below(fit)
     plan, lay = expanded(rows_len, cols_len, w, traceback, steps, fits16, score_bytes,
                          col_base=0 if cols is None else len(rows_len), per_warp=per_warp,
-                         stripes=stripes, query=query)
+                         stripes=stripes, query=query, block=block)
     check_plan(plan, lay, rows_len, cols_len, w, traceback, steps, fits16,
                col_base=0 if cols is None else len(rows_len), per_warp=per_warp,
-               stripes=stripes, query=query)
+               stripes=stripes, query=query, block=block)

@@ -94,6 +94,9 @@
 // threads a SM and spill 36-60 bytes at 768 (80 registers), and run a little
 // faster at 512 (NOTES.md, v12); 8 rows take 80 at 768 without spills; 32
 // rows take 154-160 at 384.
+#ifndef BLOCK_QUERY_PROFILE  // score-only query couples: a profile a block (gpu_backend)
+#define BLOCK_QUERY_PROFILE 0
+#endif
 #ifndef PACK_THREADS
 #define PACK_THREADS 256
 #endif
@@ -781,12 +784,14 @@ struct TargetCouple {
 // chunk q of lane l at prof[(t * R / 4 + q) * G + l], so that the G lanes of
 // a group load one chunk from consecutive addresses (a lane's words side by
 // side would put the lanes of a group 4 R bytes apart, on the same banks).
+// Entries first, first + stride, ...: a warp's lanes (stride 32), or a block's
+// threads (stride blockDim.x) where the block shares the profile.
 template <int R, int G>
 __device__ __forceinline__ void build_query_profile(const int* matrix, int K, uint4* prof,
                                                     const unsigned char* a0, int n0, int p0,
                                                     const unsigned char* a1, int n1, int p1,
-                                                    int band, int lane) {
-    for (int k = lane; k < K * G; k += 32) {
+                                                    int band, int first, int stride) {
+    for (int k = first; k < K * G; k += stride) {
         const int t = k / G, l = k % G, i0 = (band * G + l) * R;
         unsigned w[R];
 #pragma unroll
@@ -803,7 +808,11 @@ __device__ __forceinline__ void build_query_profile(const int* matrix, int K, ui
     }
 }
 
-template <int mode, bool want_tb, int R, int G, int P = R>
+// B: the block's warps hold query couples of one row couple (the host pads
+// each row couple's warps to whole blocks) and share one profile, which the
+// whole block builds a band at a time between two barriers; every warp of the
+// block runs the same bands (they follow from the queries alone).
+template <int mode, bool want_tb, int R, int G, int P = R, bool B = false>
 struct QueryCouple {
     uint4* prof;
     const unsigned char *a0, *a1;
@@ -822,12 +831,19 @@ struct QueryCouple {
         return max(n0 + pad_of(n0), n1 + pad_of(n1));
     }
     template <int S>
-    __device__ __forceinline__ QueryCouple<mode, want_tb, S, G, P> in_stripes() const {
+    __device__ __forceinline__ QueryCouple<mode, want_tb, S, G, P, B> in_stripes() const {
         return {prof, a0, a1, n0, n1, b, m0, m1, K};
     }
     __device__ __forceinline__ void build(const int* matrix, int band, int lane) const {
-        build_query_profile<R, G>(matrix, K, prof, a0, n0, pad_of(n0), a1, n1, pad_of(n1),
-                                  band, lane);
+        if constexpr (B) {
+            __syncthreads();  // every warp of the block is done with the last band's
+            build_query_profile<R, G>(matrix, K, prof, a0, n0, pad_of(n0), a1, n1,
+                                      pad_of(n1), band, (int)threadIdx.x, PACK_THREADS);
+            __syncthreads();
+        } else {
+            build_query_profile<R, G>(matrix, K, prof, a0, n0, pad_of(n0), a1, n1,
+                                      pad_of(n1), band, lane, 32);
+        }
     }
     // the residue alone, scaled after the shuffle, so that nothing consumes
     // the load before the next step (see fill_band)
@@ -1114,12 +1130,18 @@ fill2(
     extern __shared__ int shared[];
     const int warp = (int)((blockIdx.x * blockDim.x + threadIdx.x) / 32);
     const int lane = threadIdx.x % 32;
-    if (warp >= nwarps) return;  // the whole warp
+    if (warp >= nwarps) return;  // the whole warp (never in a block of query couples)
     const int first = couple_warps[warp];
     const int p = 2 * (first + lane / G);
     const bool real = p < 2 * couple_warps[warp + 1];
-    const long long qoff = offsets[pair_row[2 * first]];
-    const int n = (int)(offsets[pair_row[2 * first] + 1] - qoff);
+    // score-only, a block of query couples shares one profile (QueryCouple's B):
+    // its queries from the block's first warp, which holds couples even where
+    // this warp, padding the row couple's warps to a whole block, holds none
+    constexpr bool block_profile = !want_tb && BLOCK_QUERY_PROFILE;
+    const int qfirst = block_profile && warp < nquery ? couple_warps[warp - (int)threadIdx.x / 32]
+                                                      : first;
+    const long long qoff = offsets[pair_row[2 * qfirst]];
+    const int n = (int)(offsets[pair_row[2 * qfirst] + 1] - qoff);
     long long t0 = 0, t1 = 0, bo = 0;
     int m0 = 0, m1 = 0;
     if (real) {
@@ -1136,17 +1158,21 @@ fill2(
     const int init = (mode == LOCAL) ? 0 : neg;
     int best[2] = {init, init}, bi[2] = {0, 0}, bj[2] = {0, 0};
     // a warp's profile: a joint one (4 bytes a row) where the launch has query
-    // couples, so that the two kinds of warps of a block do not overlap
+    // couples, so that the two kinds of warps of a block do not overlap; with
+    // block profiles, the block's (blocks hold warps of one kind)
+    const int slot = threadIdx.x / 32;
     char* const mine = reinterpret_cast<char*>(shared)
-                     + (threadIdx.x / 32) * (nquery > 0 ? K * G * R * 4 : (K + 1) * G * R);
+                     + (block_profile ? (warp < nquery ? 0 : slot * (K + 1) * G * R)
+                                      : slot * (nquery > 0 ? K * G * R * 4 : (K + 1) * G * R));
     bool query = false;  // a warp of query couples: the second query is row r + 1
     if constexpr (mode != SEMIGLOBAL || !want_tb) {  // semiglobal: score-only
         query = warp < nquery;
         if (query) {
-            const long long q1 = offsets[pair_row[2 * first + 1]];
-            const int n1 = (int)(offsets[pair_row[2 * first + 1] + 1] - q1);
-            const QueryCouple<mode, want_tb, R, G> c{reinterpret_cast<uint4*>(mine), codes + qoff,
-                                                     codes + q1, n, n1, codes + t0, m0, m0, K};
+            const long long q1 = offsets[pair_row[2 * qfirst + 1]];
+            const int n1 = (int)(offsets[pair_row[2 * qfirst + 1] + 1] - q1);
+            const QueryCouple<mode, want_tb, R, G, R, block_profile> c{
+                reinterpret_cast<uint4*>(mine), codes + qoff, codes + q1, n, n1, codes + t0, m0,
+                m0, K};
             fill_pack<mode, want_tb, R, G>(matrix, c, go, ge, top_h, top_f, tb0, tb1, lane,
                                            best, bi, bj);
         }

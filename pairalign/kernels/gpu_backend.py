@@ -65,6 +65,13 @@ QUERY_COUPLE_MODES: dict[bool, tuple[str, ...]] = {False: ("local", "global", "s
                                                    True: ("local",)}
 #: Largest joint profile a block (8 warps) of query couples: two blocks a SM on Hopper.
 QUERY_PROFILE_BYTES = 112 << 10
+#: Score-only, the warps of a block of the packed kernel take query couples of
+#: one row couple (each row couple's warps padded to whole blocks by empty
+#: ones: gpu_layout's ``query_block``) and share one profile, which the whole
+#: block builds a band at a time, instead of a profile a warp: 8x fewer
+#: builds, and the block's shared memory 98 KB to 25 KB (the target couples'
+#: warps), which leaves the L1 the rest of the SM's 256 KB.
+BLOCK_QUERY_PROFILE = True
 #: Score-only packed pairs, per mode: query rows a lane (8, 16 or 32) and lanes
 #: a group (4, 8, 16 or 32), a couple (one query, two targets) a group, the
 #: groups of a warp of one query. 32 x 4 shares a step's bookkeeping among
@@ -198,6 +205,26 @@ def _query_profile_bytes(letters: int, rows: int, group: int, warps: int = 8) ->
     return warps * letters * group * rows * 4
 
 
+def _query_block(traceback: bool) -> int:
+    """Warps a block of the packed kernel whose query couples share one
+    profile (BLOCK_QUERY_PROFILE), or 1 (a profile a warp)."""
+    return _pack_threads(traceback) // 32 if BLOCK_QUERY_PROFILE and not traceback else 1
+
+
+def _pack_shared_bytes(letters: int, rows: int, group: int, traceback: bool,
+                       query: bool) -> int:
+    """Shared memory of a block of the packed kernel: a profile a warp (joint,
+    4 bytes a row, where the launch has query couples), or with block
+    profiles the larger of one joint profile and the target couples' warps'."""
+    warps = _pack_threads(traceback) // 32
+    couples = warps * (letters + 1) * group * rows
+    if not query:
+        return couples
+    if _query_block(traceback) > 1:
+        return max(_query_profile_bytes(letters, rows, group, 1), couples)
+    return _query_profile_bytes(letters, rows, group, warps)
+
+
 def _pack_threads(traceback: bool) -> int:
     """Threads a block of the packed kernel."""
     return PACK_THREADS_TRACEBACK if traceback else PACK_THREADS
@@ -323,7 +350,8 @@ def module_defines() -> tuple[str, ...]:
     return (*(d for pair in shapes for d in pair),
             f"PACK_TB_ROWS={PACK_ROWS_TRACEBACK}", f"PACK_TB_GROUP={PACK_GROUP_TRACEBACK}",
             f"PACK_THREADS={PACK_THREADS}", f"PACK_TB_THREADS={PACK_THREADS_TRACEBACK}",
-            f"BOUND_ROWS={BOUND_ROWS}", *DEFINES)
+            f"BOUND_ROWS={BOUND_ROWS}", f"BLOCK_QUERY_PROFILE={int(BLOCK_QUERY_PROFILE)}",
+            *DEFINES)
 
 
 class GPUBackend:
@@ -775,7 +803,7 @@ class GPUBackend:
                            couples_per_warp=32 // _pack_shape(traceback, job.mode)[1],
                            couple_stripes=PACK_ROWS_TRACEBACK // STRIPE,
                            query_band=self._query_band(job, traceback) if pack else 0,
-                           operations=operations)
+                           query_block=_query_block(traceback), operations=operations)
 
     def _job_plans(self, job: Job) -> dict:
         """One job's plans at a time: its lengths, its windows' plans (by
@@ -1014,11 +1042,9 @@ class GPUBackend:
         rows, group = _pack_shape(traceback, job.mode)
         nwarps, nq = plan.couple_warps.size - 1, plan.query_warps
         if nwarps:  # a couple per group, a profile per warp
-            # a profile per warp, joint (4 bytes a row) where there are query couples
             threads = _pack_threads(traceback)
             warps = threads // 32
-            pack_shared = (_query_profile_bytes(K, rows, group, warps) if nq
-                           else warps * (K + 1) * group * rows)
+            pack_shared = _pack_shared_bytes(K, rows, group, traceback, nq > 0)
             self._function(mod, f"fill2<{job.mode_code},{tb_flag}>", pack_shared)(
                 (-(-nwarps // warps),), (threads,),
                 (state["codes"], state["offsets"], d_row, d_col, lay["couple_warps"],

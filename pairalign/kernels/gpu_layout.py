@@ -75,10 +75,13 @@ class LayoutPlan:
     couple_warps : numpy.ndarray
         int32, ``nwarps + 1``: the first couple (pairs ``2c, 2c + 1``) of each
         warp of the packed kernels, whose couples are of one row (or one row
-        couple), and the number of couples last.
+        couple), and the number of couples last. A warp that pads a row
+        couple's query couples to a whole block (``query_block``) holds none:
+        its first couple is the next warp's.
     query_warps : int
         The first ``query_warps`` warps of ``couple_warps`` hold query
-        couples, the others couples of targets (both ``fill2``).
+        couples (and their padding), the others couples of targets (both
+        ``fill2``).
     couple_lanes : int
         Lanes of a couple's group (``32 // couples_per_warp``): the couples'
         traceback words are laid out by bands of this many lanes (the other
@@ -191,7 +194,7 @@ class JobLengths:
 def plan_window(lengths: JobLengths, w: Window, *,
                 traceback: bool, wide_steps: int | None, fits16: Callable | None,
                 score_bytes: int, couples_per_warp: int = 1,
-                couple_stripes: int = 1, query_band: int = 0,
+                couple_stripes: int = 1, query_band: int = 0, query_block: int = 1,
                 operations: bool | None = None) -> LayoutPlan:
     """The launch layout of window ``w``.
 
@@ -222,6 +225,10 @@ def plan_window(lengths: JobLengths, w: Window, *,
         many bands (a couple runs the longer one's). With traceback both
         pairs of a query couple take the words of the longer query (row
         ``2k``), in the couples' layout, one pair after the other a target.
+    query_block : int
+        Warps a block of the packed kernel, where its query couples share one
+        profile a block: each row couple's warps of query couples are padded
+        to whole blocks with empty warps (1: no padding).
     operations : bool, optional
         Whether the window has operation slots (``n + m`` a pair); by
         default with traceback only. A score-only plan with them lays out
@@ -331,17 +338,23 @@ def plan_window(lengths: JobLengths, w: Window, *,
     warp_tb = (wn + STRIPE - 1) // STRIPE * wm * 32 if traceback else 0 * wm
     warp_off = _offsets(warp_tb) + int(tb[wide].sum())
     warp_boff = _offsets((wm + 1) * 32) + int(bnd[wide].sum())
-    # the packed kernel's warps: each row's couples, couples_per_warp at a time
+    # the packed kernel's warps: each row's couples, couples_per_warp at a time;
+    # a row couple's query couples in whole blocks of query_block warps (the
+    # last ones empty), so that a block's warps share one query couple
     couples = seg_n[packed] // 2
     cwarps = -(-couples // couples_per_warp)
-    query_warps = int(cwarps[query_couple[packed]].sum())
+    is_query = query_couple[packed]
+    if query_block > 1:
+        cwarps = np.where(is_query, -(-cwarps // query_block) * query_block, cwarps)
+    query_warps = int(cwarps[is_query].sum())
     # warp k of a segment whose first couple is p, of the segments' warps
-    # from w0 on: p + cpw (k - w0)
+    # from w0 on: p + cpw (k - w0), up to the segment's end (empty warps)
     warp0 = _offsets(cwarps)
+    start = segments[packed, POS] // 2
     couple_warps = np.empty(int(warp0[-1]) + 1, np.int64)
-    couple_warps[:-1] = np.repeat(segments[packed, POS] // 2 - couples_per_warp * warp0[:-1],
-                                  cwarps)
+    couple_warps[:-1] = np.repeat(start - couples_per_warp * warp0[:-1], cwarps)
     couple_warps[:-1] += couples_per_warp * np.arange(couple_warps.size - 1)
+    np.minimum(couple_warps[:-1], np.repeat(start + couples, cwarps), out=couple_warps[:-1])
     couple_warps[-1] = couples.sum()
     couple_warps = couple_warps.astype(np.int32)
     return LayoutPlan(segments=segments, npairs=int(seg_n.sum()), nwide=int(nw.sum()),
