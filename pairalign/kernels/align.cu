@@ -785,7 +785,7 @@ struct TargetCouple {
 // a group load one chunk from consecutive addresses (a lane's words side by
 // side would put the lanes of a group 4 R bytes apart, on the same banks).
 // Entries first, first + stride, ...: a warp's lanes (stride 32), or a block's
-// threads (stride blockDim.x) where the block shares the profile.
+// threads (stride PACK_THREADS, the score-only block) where it shares the profile.
 template <int R, int G>
 __device__ __forceinline__ void build_query_profile(const int* matrix, int K, uint4* prof,
                                                     const unsigned char* a0, int n0, int p0,
