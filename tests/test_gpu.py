@@ -238,19 +238,21 @@ def test_slots_take_windows_as_their_own_end(monkeypatch, traceback, first_done)
     assert any(ahead) == first_done
 
 
-@pytest.mark.parametrize("mode", ["local", "global", "semiglobal"])
+@pytest.mark.parametrize("mode,traceback", [("local", False), ("global", False),
+                                            ("semiglobal", False), ("local", True)])
 @pytest.mark.parametrize("block", [True, False])
-def test_query_couples_with_a_profile_a_block(monkeypatch, mode, block):
-    """Score-only query couples that share one profile a block (each row
-    couple's warps padded to whole blocks by empty ones) or keep one a warp:
-    the CPU's scores and ends, on windows whose row couples take any number
-    of warps (diagonal ones too) and queries of one to six bands, the last
-    one short (filled in stripes of 8 or 16 rows)."""
-    monkeypatch.setattr(gpu_backend, "BLOCK_QUERY_PROFILE", block)
+def test_query_couples_with_a_profile_a_block(monkeypatch, mode, traceback, block):
+    """Query couples that share one profile a block (each row couple's warps
+    padded to whole blocks by empty ones) or keep one a warp, score-only and
+    (local) with traceback: the CPU's results, on windows whose row couples
+    take any number of warps (diagonal ones too) and queries of one to six
+    bands, the last one short (score-only: stripes of 8 or 16 rows)."""
+    flag = "BLOCK_QUERY_PROFILE_TRACEBACK" if traceback else "BLOCK_QUERY_PROFILE"
+    monkeypatch.setattr(gpu_backend, flag, block)
     rng = np.random.default_rng(21)
     letters = np.array(list(AMINO))
     seqs = ["".join(rng.choice(letters, n)) for n in rng.integers(40, 700, 260)]
-    cpu, gpu = both(seqs, mode=mode, traceback=False, window=96)
+    cpu, gpu = both(seqs, mode=mode, traceback=traceback, window=96)
     assert_same(cpu, gpu)
 
 

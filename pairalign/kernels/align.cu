@@ -97,6 +97,9 @@
 #ifndef BLOCK_QUERY_PROFILE  // score-only query couples: a profile a block (gpu_backend)
 #define BLOCK_QUERY_PROFILE 0
 #endif
+#ifndef BLOCK_QUERY_PROFILE_TB  // the same with traceback
+#define BLOCK_QUERY_PROFILE_TB 0
+#endif
 #ifndef PACK_THREADS
 #define PACK_THREADS 256
 #endif
@@ -785,7 +788,7 @@ struct TargetCouple {
 // a group load one chunk from consecutive addresses (a lane's words side by
 // side would put the lanes of a group 4 R bytes apart, on the same banks).
 // Entries first, first + stride, ...: a warp's lanes (stride 32), or a block's
-// threads (stride PACK_THREADS, the score-only block) where it shares the profile.
+// threads (stride PACK_THREADS or PACK_TB_THREADS) where it shares the profile.
 template <int R, int G>
 __device__ __forceinline__ void build_query_profile(const int* matrix, int K, uint4* prof,
                                                     const unsigned char* a0, int n0, int p0,
@@ -838,7 +841,8 @@ struct QueryCouple {
         if constexpr (B) {
             __syncthreads();  // every warp of the block is done with the last band's
             build_query_profile<R, G>(matrix, K, prof, a0, n0, pad_of(n0), a1, n1,
-                                      pad_of(n1), band, (int)threadIdx.x, PACK_THREADS);
+                                      pad_of(n1), band, (int)threadIdx.x,
+                                      want_tb ? PACK_TB_THREADS : PACK_THREADS);
             __syncthreads();
         } else {
             build_query_profile<R, G>(matrix, K, prof, a0, n0, pad_of(n0), a1, n1,
@@ -1134,10 +1138,10 @@ fill2(
     const int first = couple_warps[warp];
     const int p = 2 * (first + lane / G);
     const bool real = p < 2 * couple_warps[warp + 1];
-    // score-only, a block of query couples shares one profile (QueryCouple's B):
+    // a block of query couples may share one profile (QueryCouple's B):
     // its queries from the block's first warp, which holds couples even where
     // this warp, padding the row couple's warps to a whole block, holds none
-    constexpr bool block_profile = !want_tb && BLOCK_QUERY_PROFILE;
+    constexpr bool block_profile = want_tb ? BLOCK_QUERY_PROFILE_TB : BLOCK_QUERY_PROFILE;
     const int qfirst = block_profile && warp < nquery ? couple_warps[warp - (int)threadIdx.x / 32]
                                                       : first;
     const long long qoff = offsets[pair_row[2 * qfirst]];

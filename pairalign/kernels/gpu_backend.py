@@ -72,6 +72,10 @@ QUERY_PROFILE_BYTES = 112 << 10
 #: builds, and the block's shared memory 98 KB to 25 KB (the target couples'
 #: warps), which leaves the L1 the rest of the SM's 256 KB.
 BLOCK_QUERY_PROFILE = True
+#: The same for the packed traceback kernel's query couples (blocks of 4 warps,
+#: local only): off until measured (the traceback step has answered v27's
+#: changes unlike the score-only one).
+BLOCK_QUERY_PROFILE_TRACEBACK = False
 #: Score-only packed pairs, per mode: query rows a lane (8, 16 or 32) and lanes
 #: a group (4, 8, 16 or 32), a couple (one query, two targets) a group, the
 #: groups of a warp of one query. 32 x 4 shares a step's bookkeeping among
@@ -207,8 +211,10 @@ def _query_profile_bytes(letters: int, rows: int, group: int, warps: int = 8) ->
 
 def _query_block(traceback: bool) -> int:
     """Warps a block of the packed kernel whose query couples share one
-    profile (BLOCK_QUERY_PROFILE), or 1 (a profile a warp)."""
-    return _pack_threads(traceback) // 32 if BLOCK_QUERY_PROFILE and not traceback else 1
+    profile (BLOCK_QUERY_PROFILE, with traceback BLOCK_QUERY_PROFILE_TRACEBACK),
+    or 1 (a profile a warp)."""
+    on = BLOCK_QUERY_PROFILE_TRACEBACK if traceback else BLOCK_QUERY_PROFILE
+    return _pack_threads(traceback) // 32 if on else 1
 
 
 def _pack_shared_bytes(letters: int, rows: int, group: int, traceback: bool,
@@ -351,6 +357,7 @@ def module_defines() -> tuple[str, ...]:
             f"PACK_TB_ROWS={PACK_ROWS_TRACEBACK}", f"PACK_TB_GROUP={PACK_GROUP_TRACEBACK}",
             f"PACK_THREADS={PACK_THREADS}", f"PACK_TB_THREADS={PACK_THREADS_TRACEBACK}",
             f"BOUND_ROWS={BOUND_ROWS}", f"BLOCK_QUERY_PROFILE={int(BLOCK_QUERY_PROFILE)}",
+            f"BLOCK_QUERY_PROFILE_TB={int(BLOCK_QUERY_PROFILE_TRACEBACK)}",
             *DEFINES)
 
 
