@@ -70,12 +70,14 @@ QUERY_PROFILE_BYTES = 112 << 10
 #: ones: gpu_layout's ``query_block``) and share one profile, which the whole
 #: block builds a band at a time, instead of a profile a warp: 8x fewer
 #: builds, and the block's shared memory 98 KB to 25 KB (the target couples'
-#: warps), which leaves the L1 the rest of the SM's 256 KB.
+#: warps), which leaves the L1 the rest of the SM's 256 KB. At 1e13 cells on
+#: the H100, GPU busy: local 2.585 to 2.554 s, global 2.287 to 2.270,
+#: semiglobal 2.648 to 2.484 (benchmarks/NOTES.md, v29).
 BLOCK_QUERY_PROFILE = True
 #: The same for the packed traceback kernel's query couples (blocks of 4 warps,
-#: local only): off until measured (the traceback step has answered v27's
-#: changes unlike the score-only one).
-BLOCK_QUERY_PROFILE_TRACEBACK = False
+#: local only). Local with traceback at 1e13 cells on the H100, GPU busy
+#: 6.081 to 5.936 s, end to end 1,351 to 1,391 GCUPS (benchmarks/NOTES.md, v29).
+BLOCK_QUERY_PROFILE_TRACEBACK = True
 #: Score-only packed pairs, per mode: query rows a lane (8, 16 or 32) and lanes
 #: a group (4, 8, 16 or 32), a couple (one query, two targets) a group, the
 #: groups of a warp of one query. 32 x 4 shares a step's bookkeeping among
