@@ -268,6 +268,48 @@ class _NumbaGuard:
 
 _NUMBA = _NumbaGuard()
 
+#: While several workers run, the consumer's numba passes (placing batches)
+#: take its thread's share of the cores, ``1 / (workers + 1)``, instead of all
+#: of them beside the workers' threads (each GPU backend copies downloads out
+#: on threads of its own). Two H100s of one host, 32 cores, score-only at 1e13
+#: cells, placing every batch (``benchmarks/scaling.py --consumer
+#: place,place-all``): 1.34-1.43 s with its share (10 threads) against
+#: 1.45-1.58 s with all 32; one GPU 2.63-2.72 s either way (NOTES.md, v29).
+SHARE_CORES_WITH_WORKERS = True
+
+
+class _ConsumerThreads:
+    """Numba threads of the consumer's thread while a run's workers run.
+
+    ``apply`` (at each result, in the consumer's thread: the generator's body
+    runs there) sets the thread's share once numba has started; ``restore``
+    gives the thread its own setting back (numba's thread count is per
+    thread).
+    """
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self._saved: tuple[int, int] | None = None  # (thread id, its setting)
+        self._applied = not (SHARE_CORES_WITH_WORKERS and workers > 1)
+
+    def apply(self) -> None:
+        if self._applied:
+            return
+        self._applied = True
+        _NUMBA.needed()  # numba started (a GPU run starts it beside its first windows)
+        import numba
+
+        own = numba.get_num_threads()
+        self._saved = (threading.get_ident(), own)
+        numba.set_num_threads(max(1, own // (self.workers + 1)))
+
+    def restore(self) -> None:
+        if self._saved is not None and self._saved[0] == threading.get_ident():
+            import numba
+
+            numba.set_num_threads(self._saved[1])
+        self._saved = None
+
 
 # ---------------------------------------------------------------------------------
 # fitting windows to a device
@@ -936,6 +978,7 @@ def iter_windows(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
     done = cells_done = 0
     started = time.perf_counter()
     finished = False
+    share = _ConsumerThreads(len(work.workers))
     try:
         run.start()
         if ordered:
@@ -946,6 +989,7 @@ def iter_windows(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
             done += len(batch)
             cells_done += item.window.cells
             _call_progress(progress, done, total, cells_done, cells_total)
+            share.apply()
             b = in_input(job, backend, batch)
             if not ordered:
                 yield b
@@ -961,6 +1005,7 @@ def iter_windows(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
             _call_progress(progress, 0, 0, 0, 0)
         finished = True
     finally:
+        share.restore()
         run.stop(None if finished else Cancelled("consumer stopped"))
     if run.errors:
         warnings.warn(f"{run.errors} window(s) failed and ran again elsewhere; results "

@@ -488,6 +488,32 @@ def test_stream_is_bounded(tri):
     assert ran <= 1 + 2 + len(fakes)
 
 
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_consumer_takes_its_share_of_numba_threads_while_workers_run(tri, workers):
+    """With several workers the consumer's thread (where the batches are
+    placed) runs its numba passes on its share of the cores, ``1 / (workers
+    + 1)`` of its own setting, and gets its setting back when the stream
+    ends or is closed; with one worker its setting stays."""
+    import numba
+
+    job, ref = tri
+    own = numba.get_num_threads()
+    want = own if workers == 1 else max(1, own // (workers + 1))
+    seen, got = [], []
+    for b in iter_windows(job, [Fake(f"g{i}") for i in range(workers)], width=16):
+        seen.append(numba.get_num_threads())
+        got.append(b)
+    assert set(seen) == {want}
+    assert numba.get_num_threads() == own
+    out = PairBatch.concat(got)
+    same(out.take(np.argsort(out.query * len(job.col_set) + out.target, kind="stable")), ref)
+    gen = iter_windows(job, [Fake(f"g{i}") for i in range(workers)], width=16)
+    next(gen)
+    assert numba.get_num_threads() == want
+    gen.close()
+    assert numba.get_num_threads() == own
+
+
 # ---------------------------------------------------------------------------------
 # progress
 # ---------------------------------------------------------------------------------
