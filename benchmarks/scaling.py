@@ -25,8 +25,9 @@ worker whose result it was. Each run also
 prints the consumer's own seconds (the checksum) and the cost model's predicted
 seconds. ``--buffer`` sets how many results may wait for the consumer;
 ``--consumer place`` puts the batches in input order as ``run_job`` does
-(numba's parallel passes in the consumer's thread, beside the workers'),
-instead of only hashing them. The checksum of all pairs (query, target,
+(numba's parallel passes in the consumer's thread, beside the workers', on its
+share of the cores), instead of only hashing them; ``place-all`` does so on
+all of the consumer thread's numba threads. The checksum of all pairs (query, target,
 score) must be the same for every count.
 
 On a machine without a GPU the script says so and exits 0.
@@ -70,17 +71,25 @@ def checksum(batch) -> tuple[int, int]:
 
 def run(job, backend=None, client=None, buffer=None, consumer="checksum") -> dict:
     """One run of ``job``; ``consumer`` ``checksum`` (each batch hashed as it
-    comes) or ``place`` (each batch put in input order as ``run_job`` does,
-    :func:`pairalign.engine.assemble`, and hashed after the clock stops)."""
-    from pairalign.engine import assemble, iter_windows
+    comes), ``place`` (each batch put in input order as ``run_job`` does,
+    :func:`pairalign.engine.assemble`, and hashed after the clock stops) or
+    ``place-all`` (the same with the consumer's numba passes on all its
+    threads: ``engine.SHARE_CORES_WITH_WORKERS`` off)."""
+    from pairalign import engine
 
     timings: dict = {}
+    placing = consumer.startswith("place")
     t = time.perf_counter()
-    batches = iter_windows(job, backend, timings=timings, client=client, buffer=buffer,
-                           device_ops=consumer == "place" and client is None)
-    if consumer == "place":
+    batches = engine.iter_windows(job, backend, timings=timings, client=client, buffer=buffer,
+                                  device_ops=placing and client is None)
+    if placing:
         spent: dict = {}
-        out = assemble(job, batches, spent)
+        share = engine.SHARE_CORES_WITH_WORKERS
+        engine.SHARE_CORES_WITH_WORKERS = consumer == "place"
+        try:
+            out = engine.assemble(job, batches, spent)
+        finally:
+            engine.SHARE_CORES_WITH_WORKERS = share
         wall = time.perf_counter() - t
         s, x = checksum(out)
         return {"wall": wall, "pairs": len(out), "checksum": f"{s:016x}{x:016x}",
@@ -114,9 +123,10 @@ def main() -> int:
                     help="results queued for the consumer, e.g. 6,32: each value runs every "
                          "GPU count (default the engine's, 2 x GPUs + 2)")
     ap.add_argument("--consumer", default="checksum",
-                    help="checksum (each batch hashed as it comes) and/or place (put in "
-                         "input order as run_job does), comma-separated: each runs every "
-                         "GPU count")
+                    help="checksum (each batch hashed as it comes), place (put in input "
+                         "order as run_job does) and/or place-all (the same, the consumer's "
+                         "numba passes on all its threads rather than its share beside the "
+                         "workers), comma-separated: each runs every GPU count")
     ap.add_argument("--json", default=None, help="write the results to this file")
     args = ap.parse_args()
 
@@ -163,10 +173,12 @@ def main() -> int:
         for wj in warm_jobs:
             run(wj, [be])
     warm = warm_jobs[-1]
+    consumers = args.consumer.split(",")
+    if any(c.startswith("place") for c in consumers):  # placing's numba passes compile
+        run(warm, [backends[0]], consumer="place")
 
     results = []
     buffers = [None] if not args.buffer else [int(b) for b in args.buffer.split(",")]
-    consumers = args.consumer.split(",")
     for consumer, buffer in [(c, b) for c in consumers for b in buffers]:
         for k in counts:
             ws = [backends[d] for d in range(k)]
@@ -198,9 +210,12 @@ def main() -> int:
             print(f"dask, {k} worker(s): {r['wall']:.2f} s", flush=True)
 
     # speedups over one GPU with the same consumer and queue (Dask's over the first)
-    bases = {(r["consumer_kind"], r["buffer"]): r["wall"] for r in results
-             if r["gpus"] == 1 and not r.get("dask")}
-    base = next(iter(bases.values()))
+    # (the first such run where a consumer repeats; none where one GPU did not run)
+    bases: dict = {}
+    for r in results:
+        if r["gpus"] == 1 and not r.get("dask"):
+            bases.setdefault((r["consumer_kind"], r["buffer"]), r["wall"])
+    base = next(iter(bases.values()), None)
     print()
     print(f"{'run':8} {'GPUs':>4} {'s':>8} {'GCUPS':>8} {'speedup':>8} {'eff.':>6}  "
           f"per GPU: windows / busy / GPU busy / blocked (local) or wait (dask)")
@@ -213,9 +228,11 @@ def main() -> int:
             per.append(f"{w['label']} {w['windows']} / {w['busy_s'] / r['wall']:.0%}"
                        + (f" / {bt['gpu_busy'] / r['wall']:.0%}" if "gpu_busy" in bt else "")
                        + f" / {wait:.2f} s")
-        speed = bases.get((r.get("consumer_kind"), r.get("buffer")), base) / r["wall"]
+        one = bases.get((r.get("consumer_kind"), r.get("buffer")), base)
+        speed = one / r["wall"] if one else float("nan")
+        kind = r.get("consumer_kind", "checksum")
         run_name = ("dask" if r.get("dask") else
-                    ("place" if r.get("consumer_kind") == "place" else "local")
+                    ("local" if kind == "checksum" else kind)
                     + ("" if not r.get("buffer") else str(r["buffer"])))
         print(f"{run_name:8} {r['gpus']:>4} {r['wall']:8.2f} "
               f"{cells / r['wall'] / 1e9:8.1f} {speed:8.2f} {speed / r['gpus']:6.0%}  "
