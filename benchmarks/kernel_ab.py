@@ -35,7 +35,8 @@ from pairalign.kernels import gpu_backend as gb  # noqa: E402
 from pairalign.scoring import Scoring  # noqa: E402
 
 
-def run(be, seqs, tb, items, mode="local"):
+def apply(items, mode="local") -> None:
+    """A variant's items in force: its definitions, shape and settings."""
     gb.DEFINES = tuple(i for i in items if "=" not in i)
     gb.PACK_SHAPES = dict(DEFAULT_SHAPES)
     for item in items:
@@ -45,6 +46,27 @@ def run(be, seqs, tb, items, mode="local"):
         elif "=" in item:
             attr, _, value = item.partition("=")
             setattr(gb, attr, setting(value))
+
+
+def parse_variants(specs) -> list[tuple[str, tuple[str, ...]]]:
+    """``NAME=ITEM,ITEM`` specs as (name, items), after ``base``, whose items
+    put back the settings that the others change."""
+    variants = [("base", ())]
+    base_settings = {}
+    for v in specs:
+        name, _, defs = v.partition("=")
+        items = tuple(d for d in defs.split(",") if d)
+        variants.append((name, items))
+        for item in items:
+            attr = item.partition("=")[0]
+            if "=" in item and attr != "SHAPE" and attr not in base_settings:
+                base_settings[attr] = getattr(gb, attr)
+    variants[0] = ("base", tuple(f"{k}={v}" for k, v in base_settings.items()))
+    return variants
+
+
+def run(be, seqs, tb, items, mode="local"):
+    apply(items, mode)
     sc = Scoring.create("protein")
     job = Job(mode, sc, tb, SortedSet.encode(seqs, sc))
     be.timings.clear()
@@ -122,17 +144,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.alloc_trace:
         trace_allocations()
-    variants = [("base", ())]
-    base_settings = {}
-    for v in args.variant:
-        name, _, defs = v.partition("=")
-        items = tuple(d for d in defs.split(",") if d)
-        variants.append((name, items))
-        for item in items:
-            attr = item.partition("=")[0]
-            if "=" in item and attr != "SHAPE" and attr not in base_settings:
-                base_settings[attr] = getattr(gb, attr)
-    variants[0] = ("base", tuple(f"{k}={v}" for k, v in base_settings.items()))
+    variants = parse_variants(args.variant)
     be = gb.GPUBackend()
     print(f"device: {be.describe()}", flush=True)
     prot = pairalign.read_sequences(DATA / "proteome_HG003687.faa").sequences
