@@ -127,7 +127,7 @@ def count(seqs: list[str], mode: str, cost16: float, cost8: float) -> dict:
         wrows[live] = nc[cw[:-1][live]]
         wmax = np.zeros(len(sizes), np.int64)
         np.maximum.at(wmax, warp_of, mc)
-        brows, srows, last = band_table(wrows, R, G)
+        brows, srows, last = band_table(wrows, R, G, short_last=R == 32)
         wgt = np.select([srows == 32, srows == 16, srows == 8], [1.0, cost16, cost8], 0.0)
         # per warp: a group's lane-rows a step summed over the bands, rounded to
         # whole bands, then weighted; and the bands' ramps (lane-row-steps)
