@@ -44,9 +44,11 @@ def find_ncu() -> str:
     return found[-1]
 
 
-def parse(text: str) -> list[tuple[str, dict[str, float]]]:
+def parse(text: str, metrics: dict[str, str] = METRICS,
+          scale: dict[str, float] = SCALE) -> list[tuple[str, dict[str, float]]]:
     """Each profiled launch of ncu's ``--csv --page raw`` output: the kernel's
-    name and the table's columns."""
+    name and the columns of ``metrics`` (column -> metric), each times its
+    ``scale``."""
     rows = list(csv.reader(line for line in text.splitlines() if line.startswith('"')))
     if not rows:
         return []
@@ -56,8 +58,8 @@ def parse(text: str) -> list[tuple[str, dict[str, float]]]:
         if not d.get("ID", "").strip():  # the units row
             continue
         launches.append((d["Kernel Name"], {
-            col: float(d[m].replace(",", "")) * SCALE.get(col, 1.0)
-            for col, m in METRICS.items()}))
+            col: float(d[m].replace(",", "")) * scale.get(col, 1.0)
+            for col, m in metrics.items()}))
     return launches
 
 
