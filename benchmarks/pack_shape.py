@@ -5,7 +5,7 @@
 
 For each workload (random proteins of one length, as ``shape_rates.py`` makes
 them, and the sampled proteome workload) the windows are planned as the GPU
-backend plans them score-only (``gpu_layout.plan_window``: windows of 1,024,
+backend plans them score-only (``GPUBackend._plan_for``: windows of 1,024,
 query couples, couples of targets, blocks of 8 warps sharing a profile), and
 every warp of ``fill2`` is followed through its bands (32 rows a lane, groups
 of 4 lanes, a query's last band in stripes of 8 or 16 rows where its rows fit,
@@ -42,7 +42,7 @@ from workloads import sampled_proteins, uniform_proteins  # noqa: E402
 
 from pairalign.job import Job, SortedSet
 from pairalign.kernels import gpu_backend as gb
-from pairalign.kernels.gpu_layout import JobLengths, expand, plan_window
+from pairalign.kernels.gpu_layout import expand
 from pairalign.scheduler.windows import plan_windows
 from pairalign.scoring import Scoring
 
@@ -91,17 +91,14 @@ def count(seqs: list[str], mode: str, cost16: float, cost8: float) -> dict:
     job = Job(mode, sc, False, SortedSet.encode(seqs, sc))
     R, G = gb._pack_shape(False, mode)
     groups = 32 // G
-    lengths = JobLengths.of(job.rows.lengths, job.col_set.lengths)
+    be = gb.GPUBackend.planner()
+    lengths = be._job_plans(job)["lengths"]
     col_base = job.joined()[2]
     rl, cl = job.rows.lengths.astype(np.int64), job.col_set.lengths.astype(np.int64)
     tot = dict.fromkeys(STAGES, 0.0)
     tot.update(cells=0.0, packed_cells=0.0, bands=0.0, band_steps=0.0, warps=0, empty_warps=0)
     for w in plan_windows(job.rows.lengths, None, WIDTH):
-        plan = plan_window(lengths, w, traceback=False, wide_steps=gb.WIDE_STEPS_SCORE_ONLY,
-                           fits16=sc.fits_int16, score_bytes=job.score_dtype(w).itemsize,
-                           couples_per_warp=groups, couple_stripes=gb.PACK_ROWS_TRACEBACK // 8,
-                           query_band=gb.GPUBackend._query_band(job, False),
-                           query_block=gb._query_block(False))
+        plan = be._plan_for(job, w, False)
         ex = expand(plan, lengths, col_base, False)
         n_all = rl[ex["rows"].astype(np.int64)]
         m_all = cl[ex["cols"].astype(np.int64) - col_base]

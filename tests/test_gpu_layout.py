@@ -221,9 +221,7 @@ def protein_job(mode, traceback, seed, longest, count):
     scoring = Scoring.create("protein")
     seqs = ["".join(rng.choice(list("ACDEFGHIKLMNPQRSTVWY"), int(k)))
             for k in rng.integers(5, longest, count)]
-    be = object.__new__(GPUBackend)
-    be._plans, be._slot_floor = {}, (None, 0)
-    return Job(mode, scoring, traceback, SortedSet.encode(seqs, scoring)), be
+    return Job(mode, scoring, traceback, SortedSet.encode(seqs, scoring)), GPUBackend.planner()
 
 
 @pytest.mark.parametrize("traceback", [False, True])

@@ -414,6 +414,14 @@ class GPUBackend:
         self._bounded_seen: tuple = (None, 0, 0)
         self.timings: dict[str, float] = {}
 
+    @classmethod
+    def planner(cls) -> GPUBackend:
+        """A backend made without a device, for its windows' plans alone
+        (:meth:`_plan_for`: from lengths, no device work)."""
+        be = object.__new__(cls)
+        be._plans, be._slot_floor = {}, (None, 0)
+        return be
+
     def describe(self) -> str:
         props = self.cp.cuda.runtime.getDeviceProperties(self.devices[0])
         return f"gpu {self.devices[0]} ({props['name'].decode()})"
