@@ -100,6 +100,14 @@
 #ifndef BLOCK_QUERY_PROFILE_TB  // the same with traceback
 #define BLOCK_QUERY_PROFILE_TB 0
 #endif
+// Score-only local and global, the blocks of G columns whose residues a lane
+// holds: the next block's and the one after (RESIDUES_ONE_AHEAD: the next
+// one's only, as semiglobal; see fill_band)
+#ifdef RESIDUES_ONE_AHEAD
+#define RESIDUES_AHEAD 1
+#else
+#define RESIDUES_AHEAD 2
+#endif
 #ifndef PACK_THREADS
 #define PACK_THREADS 256
 #endif
@@ -924,10 +932,17 @@ __device__ __forceinline__ void fill_band(
     // target pointer before it (ncu), and loaded ahead the score-only fills
     // ran 2-5% faster at 1e13 cells. With traceback the fill ran 5% slower
     // loading ahead, so it loads at the block's first step (NOTES.md, v27).
+    // Loaded one step ahead, that load still held 10% of the warps' stall
+    // samples at the next step's shuffle (long scoreboard, ncu on the sampled
+    // workload); loaded G + 1 steps ahead (`later`, one more register),
+    // local and global ran 3-6% faster at 1e12 cells, semiglobal (its top
+    // pads' registers) 3% slower (NOTES.md, v30).
     constexpr bool ahead = !want_tb;
+    constexpr bool two_ahead = ahead && mode != SEMIGLOBAL && RESIDUES_AHEAD > 1;
     const char* plane = reinterpret_cast<const char*>(c.prof + gl);
-    unsigned cols = 0, col = 0;
+    unsigned cols = 0, col = 0, later = 0;
     if constexpr (ahead) cols = c.residues(gl + 1);
+    if constexpr (two_ahead) later = c.residues(gl + G + 1);
     const unsigned mine = gl <= last ? (unsigned)m : 0u;  // lanes past the band's end: none
     const int group_steps = m + last;
     const int steps = G == 32 ? group_steps
@@ -943,7 +958,14 @@ __device__ __forceinline__ void fill_band(
         const unsigned shuffled = __shfl_sync(FULL, cols, t & (G - 1), G);
         const unsigned from_group = ahead ? c.offsets(shuffled) : shuffled;
         col = gl == 0 ? from_group : from_left;
-        if (ahead && (t & (G - 1)) == G - 1) cols = c.residues(t + gl + 2);
+        if (ahead && (t & (G - 1)) == G - 1) {
+            if constexpr (two_ahead) {
+                cols = later;
+                later = c.residues(t + gl + G + 2);
+            } else {
+                cols = c.residues(t + gl + 2);
+            }
+        }
         const int j = t - gl + 1;
         if ((unsigned)(t - gl) < mine) {
             const unsigned d0 = diag;
