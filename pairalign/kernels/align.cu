@@ -932,11 +932,11 @@ __device__ __forceinline__ void fill_band(
     // target pointer before it (ncu), and loaded ahead the score-only fills
     // ran 2-5% faster at 1e13 cells. With traceback the fill ran 5% slower
     // loading ahead, so it loads at the block's first step (NOTES.md, v27).
-    // Loaded one step ahead, that load still held 10% of the warps' stall
-    // samples at the next step's shuffle (long scoreboard, ncu on the sampled
-    // workload); loaded G + 1 steps ahead (`later`, one more register),
-    // local and global ran 3-6% faster at 1e12 cells, semiglobal (its top
-    // pads' registers) 3% slower (NOTES.md, v30).
+    // Loaded one step ahead, that load still held the warps at the next
+    // step's shuffle (long scoreboard: 7% of the stall samples on the sampled
+    // workload, 10-11% at 1,024 residues; ncu, sass_counts.py); loaded G + 1
+    // steps ahead (`later`, one more register), local and global ran 3-6%
+    // faster at 1e12 cells and semiglobal 3% slower (NOTES.md, v30).
     constexpr bool ahead = !want_tb;
     constexpr bool two_ahead = ahead && mode != SEMIGLOBAL && RESIDUES_AHEAD > 1;
     const char* plane = reinterpret_cast<const char*>(c.prof + gl);
