@@ -1,7 +1,8 @@
 """Where fill2's instructions and stalls go, block by block, under Nsight Compute.
 
     python benchmarks/sass_counts.py [--lengths 128,1024] [--modes local,global]
-                                     [--cells 1e11] [--count 2] [--sampled] [--top 40]
+                                     [--cells 1e11] [--count 2] [--sampled] [--traceback]
+                                     [--top 40]
 
 For each mode and workload (random proteins of each length, and with
 ``--sampled`` the sampled proteome workload), ``profile_fill.py`` runs under
@@ -69,15 +70,16 @@ def parse_source(text: str) -> dict[str, dict]:
     return table
 
 
-def profile(ncu: str, mode: str, length: int, cells: float, count: int, out: Path) -> dict:
+def profile(ncu: str, mode: str, length: int, cells: float, count: int, out: Path,
+            traceback: bool = False) -> dict:
     """The table of :func:`parse_source` for random proteins of ``length``
-    residues (0: the sampled workload)."""
-    name = f"{mode}_{length or 'sampled'}"
+    residues (0: the sampled workload), score-only or with ``traceback``."""
+    name = f"{mode}_{length or 'sampled'}{'_tb' if traceback else ''}"
     rep = Path("/tmp") / f"sass_counts_{name}"
     run = [ncu, "--clock-control", "none", "-k", "regex:fill2", "--launch-count", str(count),
            "--section", "SourceCounters", "--export", str(rep), "--force-overwrite",
            sys.executable, str(HERE / "profile_fill.py"), "--length", str(length),
-           "--cells", str(cells), "--mode", mode]
+           "--cells", str(cells), "--mode", mode] + (["--traceback"] if traceback else [])
     done = subprocess.run(run, capture_output=True, text=True, cwd=HERE)
     if done.returncode:
         raise SystemExit(f"sass_counts.py: ncu failed at {name}:\n"
@@ -168,6 +170,8 @@ def main() -> None:
     ap.add_argument("--top", type=int, default=40)
     ap.add_argument("--sampled", action="store_true",
                     help="the sampled proteome workload too (--cells of it)")
+    ap.add_argument("--traceback", action="store_true",
+                    help="the traceback kernels (fill2<mode, true>) instead")
     ap.add_argument("--out", default=os.environ.get("OUT", "/tmp"))
     args = ap.parse_args()
     ncu = find_ncu()
@@ -177,14 +181,16 @@ def main() -> None:
     for mode in args.modes.split(","):
         tables = {}
         for n in lengths + ([0] if args.sampled else []):
-            tables[n] = profile(ncu, mode, n, args.cells, args.count, out)
+            tables[n] = profile(ncu, mode, n, args.cells, args.count, out, args.traceback)
             print(f"{mode}, {f'length {n}' if n else 'sampled'}:")
             blocks(tables[n])
         if len(lengths) == 2:
             short, long = sorted(lengths)
-            # a band of 128 rows runs m + 3 steps against targets of m residues
+            # a band of 128 rows runs m + G - 1 steps against targets of m
+            # residues (groups of 4 lanes score-only, 8 with traceback)
+            ramp = 7 if args.traceback else 3
             print(f"{mode}: lengths {short} against {long}")
-            compare(tables[short], tables[long], (short + 3, long + 3), args.top)
+            compare(tables[short], tables[long], (short + ramp, long + ramp), args.top)
 
 
 if __name__ == "__main__":
