@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +28,7 @@ import numpy as np
 from ncu_ab import find_ncu, parse  # noqa: E402
 from workloads import uniform_proteins  # noqa: E402
 import pack_shape  # noqa: E402
+import profile_fill  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 STALLS = ("long_scoreboard", "short_scoreboard", "wait", "barrier", "membar", "mio_throttle",
@@ -42,9 +42,7 @@ def profile(ncu: str, length: int, cells: float, mode: str) -> dict[str, float]:
     """fill2's launches of one run, summed: nanoseconds, instructions, and the
     warps' cycles in each stall reason."""
     cmd = [ncu, "--clock-control", "none", "-k", "regex:fill2", "--csv", "--page", "raw",
-           "--metrics", ",".join(METRICS.values()), sys.executable,
-           str(HERE / "profile_fill.py"), "--length", str(length), "--cells", str(cells),
-           "--mode", mode]
+           "--metrics", ",".join(METRICS.values()), *profile_fill.command(length, cells, mode)]
     out = subprocess.run(cmd, capture_output=True, text=True, cwd=HERE)
     launches = parse(out.stdout, METRICS, {})
     if not launches:

@@ -23,6 +23,13 @@ import pairalign  # noqa: E402
 from workloads import PROTEOME, sampled_proteins, uniform_proteins  # noqa: E402
 
 
+def command(length: int, cells: float, mode: str, traceback: bool = False) -> list[str]:
+    """This script's command line for random proteins of ``length`` residues
+    (0: the sampled workload) to about ``cells`` cells, for ``ncu`` to run."""
+    return ([sys.executable, str(Path(__file__).resolve()), "--length", str(length),
+             "--cells", str(cells), "--mode", mode] + (["--traceback"] if traceback else []))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=1000)

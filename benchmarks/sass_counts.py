@@ -27,10 +27,10 @@ import argparse
 import csv
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 from ncu_ab import find_ncu  # noqa: E402
+import profile_fill  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 
@@ -78,8 +78,7 @@ def profile(ncu: str, mode: str, length: int, cells: float, count: int, out: Pat
     rep = Path("/tmp") / f"sass_counts_{name}"
     run = [ncu, "--clock-control", "none", "-k", "regex:fill2", "--launch-count", str(count),
            "--section", "SourceCounters", "--export", str(rep), "--force-overwrite",
-           sys.executable, str(HERE / "profile_fill.py"), "--length", str(length),
-           "--cells", str(cells), "--mode", mode] + (["--traceback"] if traceback else [])
+           *profile_fill.command(length, cells, mode, traceback)]
     done = subprocess.run(run, capture_output=True, text=True, cwd=HERE)
     if done.returncode:
         raise SystemExit(f"sass_counts.py: ncu failed at {name}:\n"
@@ -94,12 +93,9 @@ def profile(ncu: str, mode: str, length: int, cells: float, count: int, out: Pat
     return table
 
 
-def blocks(table: dict, least: float = 0.005) -> None:
-    """The runs of consecutive instructions with one executed count that
-    hold at least ``least`` of the instructions or of the stall samples,
-    each count against the band loop body's (the run that issues most)."""
-    inst = sum(e["exec"] for e in table.values()) or 1.0
-    samples = sum(e["samples"] for e in table.values()) or 1.0
+def runs_of(table: dict) -> list[list]:
+    """Runs of consecutive instructions with one executed count: [first
+    address, last address, count, instructions, stall samples, first SASS]."""
     runs: list[list] = []
     for addr, e in table.items():
         if runs and runs[-1][2] == e["exec"]:
@@ -108,8 +104,24 @@ def blocks(table: dict, least: float = 0.005) -> None:
             runs[-1][4] += e["samples"]
         else:
             runs.append([addr, addr, e["exec"], 1, e["samples"], e["sass"]])
-    # the band loop's body: the run that issues the most, once a warp-step
-    hot = max(runs, key=lambda r: r[2] * r[3])[2] or 1.0
+    return runs
+
+
+def loop_count(runs: list[list]) -> float:
+    """The band loop body's executed count (once a warp-step): the run that
+    issues the most. A lone hotter instruction (a BSYNC that both of a
+    branch's paths reach) would not count steps."""
+    return max(runs, key=lambda r: r[2] * r[3])[2] or 1.0
+
+
+def blocks(table: dict, least: float = 0.005) -> None:
+    """The runs of :func:`runs_of` that hold at least ``least`` of the
+    instructions or of the stall samples, each count against the band loop
+    body's."""
+    inst = sum(e["exec"] for e in table.values()) or 1.0
+    samples = sum(e["samples"] for e in table.values()) or 1.0
+    runs = runs_of(table)
+    hot = loop_count(runs)
     print(f"  {'instructions':>13} {'n':>4} {'a step':>7} {'inst %':>7} {'samples %':>9}  first")
     for first, last, count, n, smp, sass in runs:
         if count * n / inst >= least or smp / samples >= least:
@@ -118,13 +130,13 @@ def blocks(table: dict, least: float = 0.005) -> None:
 
 
 def compare(short: dict, long: dict, steps: tuple[int, int], top: int) -> None:
-    """Each instruction's count a hottest-instruction step at both lengths,
-    and its excess at the short length, in counts a band: a band's cost c
-    adds c / s to a step's count at s steps a band, so the excess is
+    """Each instruction's count a step (of :func:`loop_count`) at both
+    lengths, and its excess at the short length, in counts a band: a band's
+    cost c adds c / s to a step's count at s steps a band, so the excess is
     c (1 / s_short - 1 / s_long)."""
     steps_a_band = 1.0 / (1.0 / steps[0] - 1.0 / steps[1])
-    hot_s = max(e["exec"] for e in short.values())
-    hot_l = max(e["exec"] for e in long.values())
+    hot_s = loop_count(runs_of(short))
+    hot_l = loop_count(runs_of(long))
     rows = []
     for addr, e in short.items():
         rs = e["exec"] / hot_s
