@@ -75,7 +75,7 @@ def stripe_maxima(a, b, matrix, go, ge):
 
 
 @numba.njit(cache=True)
-def pair_entries(cmax, crow, seed, nbands, m_warp, enter):
+def pair_entries(cmax, crow, seed, nbands, enter):
     """Mark in ``enter[f, band, j - 1]`` each (band, column) where a lane of
     this pair enters under floor f; return each floor's end cell (best, row,
     column) and its records and ties."""
@@ -137,8 +137,7 @@ def warp(queries, targets, matrix, go, ge) -> tuple[int, np.ndarray, np.ndarray]
     for q in queries:
         for t in targets:
             cmax, crow = stripe_maxima(q, t, matrix, go, ge)
-            best, bi, bj, c = pair_entries(cmax, crow, seed_of(q, t, matrix), nbands, m_warp,
-                                           enter)
+            best, bi, bj, c = pair_entries(cmax, crow, seed_of(q, t, matrix), nbands, enter)
             ends = set(zip(best.tolist(), bi.tolist(), bj.tolist()))
             if len(ends) != 1:
                 raise SystemExit(f"track_events.py: the floors end on different cells: {ends}")
