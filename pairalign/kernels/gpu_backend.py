@@ -1058,7 +1058,7 @@ class GPUBackend:
         gaps = (np.int32(sc.gap_open), np.int32(sc.gap_extend), np.int32(NEG[dtype]))
         rows, group = _pack_shape(traceback, job.mode)
         nwarps, nq = plan.couple_warps.size - 1, plan.query_warps
-        if nwarps:  # a couple per group, a profile per warp
+        if nwarps:  # a couple per group; a profile a warp, or a block (_pack_shared_bytes)
             threads = _pack_threads(traceback)
             warps = threads // 32
             pack_shared = _pack_shared_bytes(K, rows, group, traceback, nq > 0)
