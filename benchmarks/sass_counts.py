@@ -42,14 +42,21 @@ def _number(text: str) -> float:
         return 0.0
 
 
-def parse_source(text: str) -> dict[str, dict]:
-    """ncu's ``--page source --print-source sass --csv``, summed over its
-    launches by offset from the function's first instruction (each process
-    loads the module at its own address): each instruction's SASS, executed
-    count (warp level) and stall samples."""
-    table: dict[str, dict] = {}
+def parse_source(text: str) -> dict[str, dict[str, dict]]:
+    """ncu's ``--page source --print-source sass --csv``, one table a kernel
+    signature (the 16-bit and 32-bit modules' fill2 differ in their code, so
+    their offsets must not be summed together), each summed over that
+    signature's launches by offset from the function's first instruction
+    (each process loads the module at its own address): each instruction's
+    SASS, executed count (warp level) and stall samples."""
+    tables: dict[str, dict[str, dict]] = {}
+    table = tables.setdefault("", {})
     header: list[str] | None = None
     for row in csv.reader(line for line in text.splitlines() if line.startswith('"')):
+        if row and row[0] == "Kernel Name":
+            table = tables.setdefault(row[1] if len(row) > 1 else "", {})
+            header = None
+            continue
         if "Source" in row and any(k.strip("# ").endswith("Address") for k in row):
             header = row
             addr_key = next(k for k in row if k.strip("# ").endswith("Address"))
@@ -67,7 +74,13 @@ def parse_source(text: str) -> dict[str, dict]:
                                                 "samples": 0.0})
         entry["exec"] += _number(executed)
         entry["samples"] += _number(samples)
-    return table
+    return {name: t for name, t in tables.items() if t}
+
+
+def busiest(tables: dict[str, dict[str, dict]]) -> tuple[str, dict[str, dict]]:
+    """The signature whose launches executed the most instructions, and its
+    table."""
+    return max(tables.items(), key=lambda kv: sum(e["exec"] for e in kv[1].values()))
 
 
 def profile(ncu: str, mode: str, length: int, cells: float, count: int, out: Path,
@@ -86,10 +99,15 @@ def profile(ncu: str, mode: str, length: int, cells: float, count: int, out: Pat
     page = subprocess.run([ncu, "--import", f"{rep}.ncu-rep", "--page", "source",
                            "--print-source", "sass", "--csv"], capture_output=True, text=True)
     (out / f"fill2_{name}.csv").write_text(page.stdout)
-    table = parse_source(page.stdout)
-    if not table:
+    tables = parse_source(page.stdout)
+    if not tables:
         raise SystemExit(f"sass_counts.py: no SASS rows at {name}:\n"
                          + (page.stderr or page.stdout)[:3000])
+    signature, table = busiest(tables)
+    if len(tables) > 1:
+        width = "16-bit" if "short *" in signature else "32-bit"
+        print(f"{name}: {len(tables)} fill2 signatures profiled; counting the busiest, the "
+              f"{width} module's")
     return table
 
 
