@@ -802,20 +802,21 @@ __device__ __forceinline__ void build_query_profile(const int* matrix, int K, ui
                                                     const unsigned char* a0, int n0, int p0,
                                                     const unsigned char* a1, int n1, int p1,
                                                     int band, int first, int stride) {
-    for (int k = first; k < K * G; k += stride) {
-        const int t = k / G, l = k % G, i0 = (band * G + l) * R;
-        unsigned w[R];
+    // a thread a chunk of 4 rows (entry t, chunk q, lane l: prof[k]), so that
+    // every thread of a block takes part (a thread an entry: 3 warps of 8
+    // at K = 24, G = 4, while the others waited at the barrier)
+    for (int k = first; k < K * G * (R / 4); k += stride) {
+        const int l = k % G, q = (k / G) % (R / 4), t = k / (G * (R / 4));
+        const int i0 = (band * G + l) * R + 4 * q;
+        unsigned w[4];
 #pragma unroll
-        for (int r = 0; r < R; ++r) {  // rows of a top pad (p_k) score 0
+        for (int r = 0; r < 4; ++r) {  // rows of a top pad (p_k) score 0
             const int x0 = i0 + r - p0, x1 = i0 + r - p1;
             const int v0 = x0 < n0 ? (x0 < 0 ? 0 : matrix[a0[x0] * K + t]) : -128;
             const int v1 = x1 < n1 ? (x1 < 0 ? 0 : matrix[a1[x1] * K + t]) : -128;
             w[r] = ((unsigned)v0 & 0xffffu) | ((unsigned)v1 << 16);
         }
-#pragma unroll
-        for (int q = 0; q < R / 4; ++q)
-            prof[(t * (R / 4) + q) * G + l] = make_uint4(w[4 * q], w[4 * q + 1], w[4 * q + 2],
-                                                          w[4 * q + 3]);
+        prof[k] = make_uint4(w[0], w[1], w[2], w[3]);
     }
 }
 
