@@ -8,7 +8,10 @@ For each mode and workload (random proteins of each length, and with
 ``--sampled`` the sampled proteome workload), ``profile_fill.py`` runs under
 ``ncu --section SourceCounters`` (the first ``--count`` fill2 launches), and
 ncu's source page gives each SASS instruction's executed count (warp level)
-and its stall samples, summed over the launches by offset in the function.
+and its stall samples, summed over the launches by offset in the function;
+launches of the other score width's module (fill2's 16-bit and 32-bit
+code, which the sampled workload runs both of) are counted apart, and the
+busiest signature is the one printed.
 
 Printed per workload: the code's blocks (runs of instructions with one
 count) that hold at least 0.5% of the instructions or of the samples, each
