@@ -3,8 +3,10 @@ and settings of ``gpu_backend``.
 
     python benchmarks/kernel_ab.py [--cells 1e12] [--variant NAME=ITEM,ITEM ...]
 
-An item ``DEF`` defines a macro; ``ATTR=VALUE`` sets ``gpu_backend.ATTR`` (an
-integer, a float, True, False, None or else a string) for that variant; ``SHAPE=RxG``
+An item ``DEF`` defines a macro, ``-DDEF=VALUE`` a macro with a value (one of
+``align.cu``'s ``#ifndef`` settings, ``-DPACK_TB_BLOCKS=5`` say); ``ATTR=VALUE``
+sets ``gpu_backend.ATTR`` (an integer, a float, True, False, None or else a
+string) for that variant; ``SHAPE=RxG``
 sets the packed score-only kernel's shape (rows a lane, lanes a group) in the
 run's mode; ``SOURCE=path`` compiles another version of ``align.cu``.
 
@@ -37,9 +39,12 @@ from pairalign.scoring import Scoring  # noqa: E402
 
 def apply(items, mode="local") -> None:
     """A variant's items in force: its definitions, shape and settings."""
-    gb.DEFINES = tuple(i for i in items if "=" not in i)
+    gb.DEFINES = tuple(i[2:] if i.startswith("-D") else i for i in items
+                       if "=" not in i or i.startswith("-D"))
     gb.PACK_SHAPES = dict(DEFAULT_SHAPES)
     for item in items:
+        if item.startswith("-D"):
+            continue
         if item.startswith("SHAPE="):
             rows, group = item.partition("=")[2].split("x")
             gb.PACK_SHAPES[mode] = (int(rows), int(group))
@@ -59,7 +64,8 @@ def parse_variants(specs) -> list[tuple[str, tuple[str, ...]]]:
         variants.append((name, items))
         for item in items:
             attr = item.partition("=")[0]
-            if "=" in item and attr != "SHAPE" and attr not in base_settings:
+            if ("=" in item and attr != "SHAPE" and not item.startswith("-D")
+                    and attr not in base_settings):
                 base_settings[attr] = getattr(gb, attr)
     variants[0] = ("base", tuple(f"{k}={v}" for k, v in base_settings.items()))
     return variants
