@@ -113,7 +113,8 @@ def cli_times(path, runs=3):
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--cells", type=float, default=1e12, help="cells of the scaled workload (0: none)")
+    ap.add_argument("--cells", type=float, default=1e12,
+                    help="cells of the scaled workload (0: none)")
     ap.add_argument("--tb-cells", type=float, default=2e11, help="cells with traceback (0: none)")
     ap.add_argument("--no-parasail", action="store_true")
     args = ap.parse_args()
