@@ -19,38 +19,25 @@ import argparse
 import numba
 import numpy as np
 
+from track_events import stripe_maxima
 from workloads import sampled_proteins
 
 from pairalign.scoring import Scoring
 
 
 @numba.njit(cache=True)
-def lane_events(a, b, matrix, go, ge, rows):
+def events(cmax, crow, rows):
     """(records, ties, ties that win, stripe-columns, events below the pair's
-    best) of one pair, query ``a`` in the rows."""
-    n, m = a.size, b.size
-    h = np.zeros(n + 1, np.int32)
-    e = np.full(n + 1, -(1 << 30), np.int32)
-    stripes = (n + rows - 1) // rows
+    best) from each stripe's column maxima and their first rows."""
+    stripes, m1 = cmax.shape
     best = np.zeros(stripes, np.int32)
     best_row = np.zeros(stripes, np.int32)
     records = ties = wins = steps = below = 0
     pair_best = 0
-    for j in range(1, m + 1):
-        col = np.empty(n + 1, np.int32)
-        col[0] = 0
-        f = -(1 << 30)
-        for i in range(1, n + 1):
-            e[i] = max(e[i] - ge, h[i] - go)
-            f = max(f - ge, col[i - 1] - go)
-            col[i] = max(0, h[i - 1] + matrix[a[i - 1], b[j - 1]], e[i], f)
-        h = col
+    for j in range(1, m1):
         for s in range(stripes):
             i0 = s * rows
-            c, first = 0, -1
-            for i in range(i0 + 1, min(n, i0 + rows) + 1):
-                if h[i] > c:
-                    c, first = h[i], i
+            c, first = cmax[s, j], crow[s, j]
             steps += 1
             tie = c == best[s] and c > 0 and best_row[s] > i0 + 1
             if (c > best[s] or tie) and c < pair_best:
@@ -66,6 +53,12 @@ def lane_events(a, b, matrix, go, ge, rows):
         for s in range(stripes):
             pair_best = max(pair_best, best[s])
     return records, ties, wins, steps, below
+
+
+def lane_events(a, b, matrix, go, ge, rows):
+    """(records, ties, ties that win, stripe-columns, events below the pair's
+    best) of one pair, query ``a`` in the rows."""
+    return events(*stripe_maxima(a, b, matrix, go, ge, rows), rows)
 
 
 def main() -> None:

@@ -6,7 +6,8 @@ and how often it would under other floors: a CPU model (numba).
 (``--sampled``: proteins of at most 3,000 residues of the sampled workload.)
 
 ``sass_counts.py`` counts the slow path on the device (v30: 62% of the
-warp-steps at 128 residues, 28% on the sampled workload, 3.6% at 1,024).
+warp-steps at 128 residues, 3.6% at 1,024; on the sampled workload, v31,
+32% in the 16-bit module's code and 15% in the 32-bit one's).
 Here a warp is two queries and eight targets (query couples: 16 pairs, bands
 of 4 lanes of 32 rows), all pairs run band by band, column by column, as the
 kernel runs them (the lanes' one-column skew left out). A lane enters where
@@ -47,12 +48,12 @@ FLOORS = ("kernel", "ties that can win", "ties in the band", "seeded",
 
 
 @numba.njit(cache=True)
-def stripe_maxima(a, b, matrix, go, ge):
-    """Local H of query ``a`` against target ``b``; per stripe of ROWS rows
-    and column, the maximum (at least 0) and the first row (1-based) that
-    holds it."""
+def stripe_maxima(a, b, matrix, go, ge, rows):
+    """Local H of query ``a`` against target ``b``; per stripe of ``rows``
+    rows and column, the maximum (at least 0) and the first row (1-based)
+    that holds it (0 where the maximum is 0)."""
     n, m = a.size, b.size
-    stripes = (n + ROWS - 1) // ROWS
+    stripes = (n + rows - 1) // rows
     cmax = np.zeros((stripes, m + 1), np.int32)
     crow = np.zeros((stripes, m + 1), np.int32)
     h = np.zeros(n + 1, np.int32)
@@ -67,7 +68,7 @@ def stripe_maxima(a, b, matrix, go, ge):
             col[i] = max(0, h[i - 1] + matrix[a[i - 1], b[j - 1]], e[i], f)
         for i in range(1, n + 1):
             h[i] = col[i]
-            s = (i - 1) // ROWS
+            s = (i - 1) // rows
             if col[i] > cmax[s, j]:
                 cmax[s, j] = col[i]
                 crow[s, j] = i
@@ -136,7 +137,7 @@ def warp(queries, targets, matrix, go, ge) -> tuple[int, np.ndarray, np.ndarray]
     counts = np.zeros((len(FLOORS), 2), np.int64)
     for q in queries:
         for t in targets:
-            cmax, crow = stripe_maxima(q, t, matrix, go, ge)
+            cmax, crow = stripe_maxima(q, t, matrix, go, ge, ROWS)
             best, bi, bj, c = pair_entries(cmax, crow, seed_of(q, t, matrix), nbands, enter)
             ends = set(zip(best.tolist(), bi.tolist(), bj.tolist()))
             if len(ends) != 1:
