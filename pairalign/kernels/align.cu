@@ -847,16 +847,13 @@ struct QueryCouple {
         return {prof, a0, a1, n0, n1, b, m0, m1, K};
     }
     __device__ __forceinline__ void build(const int* matrix, int band, int lane) const {
-        if constexpr (B) {
-            __syncthreads();  // every warp of the block is done with the last band's
-            build_query_profile<R, G>(matrix, K, prof, a0, n0, pad_of(n0), a1, n1,
-                                      pad_of(n1), band, (int)threadIdx.x,
-                                      want_tb ? PACK_TB_THREADS : PACK_THREADS);
-            __syncthreads();
-        } else {
-            build_query_profile<R, G>(matrix, K, prof, a0, n0, pad_of(n0), a1, n1,
-                                      pad_of(n1), band, lane, 32);
-        }
+        // B: the block's threads build it, once every warp is done with the
+        // last band's; else the warp's lanes
+        if constexpr (B) __syncthreads();
+        build_query_profile<R, G>(matrix, K, prof, a0, n0, pad_of(n0), a1, n1, pad_of(n1), band,
+                                  B ? (int)threadIdx.x : lane,
+                                  B ? (want_tb ? PACK_TB_THREADS : PACK_THREADS) : 32);
+        if constexpr (B) __syncthreads();
     }
     // the residue alone, scaled after the shuffle, so that nothing consumes
     // the load before the next step (see fill_band)
