@@ -70,7 +70,7 @@ def main() -> None:
     for length in (int(x) for x in args.lengths.split(",")):
         # profile_fill.py's proteins for --length
         seqs = uniform_proteins(np.random.default_rng(5), args.cells, length)
-        shape = pack_shape.count(seqs, args.mode, 1.25, 1.9)
+        shape = pack_shape.count(seqs, args.mode)
         prof = profile(ncu, length, args.cells, args.mode)
         rows.append((length, shape, prof))
         c = shape["cells"]

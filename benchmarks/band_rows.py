@@ -18,6 +18,7 @@ import argparse
 
 import numpy as np
 
+from pack_shape import COST8, COST16  # noqa: E402
 from workloads import sampled_proteins  # noqa: E402
 
 BAND, GROUP = 128, 4
@@ -26,8 +27,8 @@ BAND, GROUP = 128, 4
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--cells", type=float, default=1e13)
-    ap.add_argument("--cost16", type=float, default=1.25)
-    ap.add_argument("--cost8", type=float, default=1.9)
+    ap.add_argument("--cost16", type=float, default=COST16)
+    ap.add_argument("--cost8", type=float, default=COST8)
     args = ap.parse_args()
     lengths = np.array([len(s) for s in sampled_proteins(args.cells)], np.int64)
     values, counts = np.unique(lengths, return_counts=True)

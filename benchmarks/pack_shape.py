@@ -47,6 +47,10 @@ from pairalign.scheduler.windows import plan_windows
 from pairalign.scoring import Scoring
 
 WIDTH = 1024
+# a row of an 8- and of a 16-row stripe against one of a 32-row stripe: their
+# steps' instructions a row in the static SASS of the v25 loops (1.84-1.93 and
+# 1.22-1.28, nvcc 13)
+COST8, COST16 = 1.9, 1.25
 STAGES = ("ideal", "halves", "bands", "short", "ramp", "warp", "groups")
 
 
@@ -83,7 +87,7 @@ def band_table(rows: np.ndarray, R: int, G: int, short_last: bool = True):
     return band_rows, stripe_rows, last
 
 
-def count(seqs: list[str], mode: str, cost16: float, cost8: float) -> dict:
+def count(seqs: list[str], mode: str, cost16: float = COST16, cost8: float = COST8) -> dict:
     """The issued lane-row-steps of the packed kernel after each loss
     (:data:`STAGES`), its cells, the job's cells, the warps' bands and their
     steps, over the job's windows."""
@@ -170,8 +174,8 @@ def main() -> None:
     ap.add_argument("--cells", type=float, default=1e12)
     ap.add_argument("--lengths", default="128,512,1024")
     ap.add_argument("--mode", default="local", choices=("local", "global", "semiglobal"))
-    ap.add_argument("--cost16", type=float, default=1.25)
-    ap.add_argument("--cost8", type=float, default=1.9)
+    ap.add_argument("--cost16", type=float, default=COST16)
+    ap.add_argument("--cost8", type=float, default=COST8)
     ap.add_argument("--measured", default=None,
                     help="GPU-busy GCUPS per workload, e.g. 128=3096,sampled=3588")
     args = ap.parse_args()

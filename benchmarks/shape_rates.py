@@ -102,7 +102,7 @@ def main() -> None:
         return
     for mode in ("local", "global"):
         apply(variants[0][1], mode)  # the base's layout (query blocks) for the counts
-        tots = {key: pack_shape.count(seqs, mode, 1.25, 1.9) for key, _n, seqs in workloads}
+        tots = {key: pack_shape.count(seqs, mode) for key, _n, seqs in workloads}
         for vname, _items in variants:
             print(f"\n{vname}, {mode}:", end="")
             pack_shape.fit(tots, measured[(vname, mode)])
