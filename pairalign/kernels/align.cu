@@ -884,6 +884,24 @@ struct QueryCouple {
     }
 };
 
+// x as it is, through an identity shuffle: ptxas keeps the result in a
+// register, where it would work a value out of the thread's index and the
+// kernel's parameters again at each use (it does not rematerialize a
+// shuffle). For the band's invariants of the step loop (fill_band).
+__device__ __forceinline__ unsigned pinned(unsigned x) {
+    return __shfl_sync(FULL, x, threadIdx.x % 32);
+}
+
+// p, a pointer into shared memory, pinned (see pinned) as an offset from the
+// block's dynamic shared memory, so that its loads stay shared-memory loads
+template <typename T>
+__device__ __forceinline__ T* pinned_shared(T* p) {
+    extern __shared__ int shared[];
+    const int off = (int)(reinterpret_cast<const volatile char*>(p)
+                          - reinterpret_cast<const volatile char*>(shared));
+    return reinterpret_cast<T*>(reinterpret_cast<char*>(shared) + (int)pinned((unsigned)off));
+}
+
 // A pair's S words of a step (one a stripe) as one store of 4, 8 or 16 bytes
 template <int S>
 __device__ __forceinline__ void store_words(unsigned* at, const unsigned (&w)[S]) {
@@ -905,9 +923,17 @@ __device__ __forceinline__ void fill_band(
      volatile unsigned& floor, unsigned* top_h, unsigned* top_f, unsigned* tb0, unsigned* tb1,
      int lane, int (&best)[2], int (&bi)[2], int (&bj)[2])
 {
+    // With traceback, the step loop's band invariants are pinned (see
+    // pinned): ptxas worked the profile's and the floor's shared addresses
+    // and the packed gap costs out again every step (~30 instructions of the
+    // 16-row loop). Pinned score-only, the 32-row loops lost as many
+    // instructions and global ran 2% slower at 1e13 cells (NOTES.md, v32).
+    constexpr bool pin = want_tb;
     const int gl = lane & (G - 1);
     const int m0 = c.m0, m1 = c.m1, m = max(m0, m1);
-    const unsigned go2 = pack2(-go), ge2 = pack2(-ge);
+    const unsigned go2 = pin ? pinned(pack2(-go)) : pack2(-go);
+    const unsigned ge2 = pin ? pinned(pack2(-ge)) : pack2(-ge);
+    volatile unsigned& fl = pin && mode == LOCAL ? *pinned_shared(&floor) : floor;
     Stripe2<mode, want_tb, R> st;
     __syncwarp();
     const int i0 = (band * G + gl) * R - pad;  // negative in the top pad
@@ -945,6 +971,7 @@ __device__ __forceinline__ void fill_band(
     constexpr bool ahead = !want_tb;
     constexpr bool two_ahead = ahead && mode != SEMIGLOBAL && RESIDUES_AHEAD > 1;
     const char* plane = reinterpret_cast<const char*>(c.prof + gl);
+    if constexpr (pin) plane = pinned_shared(plane);
     unsigned cols = 0, col = 0, later = 0;
     if constexpr (ahead) cols = c.residues(gl + 1);
     if constexpr (two_ahead) later = c.residues(gl + G + 1);
@@ -953,9 +980,12 @@ __device__ __forceinline__ void fill_band(
     const int steps = G == 32 ? group_steps
                               : (int)__reduce_max_sync(FULL, (unsigned)group_steps);
     constexpr int S = R / 8;  // stripes a lane: words a step
-    unsigned* const band0 = tb0 + ((long long)band * (m0 + G - 1) * G + gl) * S;
-    unsigned* const band1 = tb1 + ((long long)band * (m1 + G - 1) * G + gl) * S;
-    for (int t = 0; t < steps; ++t) {
+    // each pair's words of step t at word0 and word1, advanced a step at a
+    // time (computed from t, ptxas worked out both 64-bit addresses again
+    // every step: ~16 instructions)
+    unsigned* word0 = tb0 + ((long long)band * (m0 + G - 1) * G + gl) * S;
+    unsigned* word1 = tb1 + ((long long)band * (m1 + G - 1) * G + gl) * S;
+    for (int t = 0; t < steps; ++t, word0 += G * S, word1 += G * S) {
         unsigned hup, fup;
         above.step(top_h, top_f, t, gl, m, out_h, out_f, hup, fup);
         if (!ahead && (t & (G - 1)) == 0) cols = c.offsets_at(t + gl + 1);
@@ -979,13 +1009,13 @@ __device__ __forceinline__ void fill_band(
             c.load(plane, col, sub);
             unsigned w0[R / 8], w1[R / 8];
             st.column(sub, d0, hup, fup, go2, ge2, w0, w1);
-            c.track(st, i0, j, floor, best, bi, bj);
+            c.track(st, i0, j, fl, best, bi, bj);
             out_h = hup;
             out_f = fup;
             if (gl == G - 1 || i0 >= tail) { top_h[j] = hup; top_f[j] = fup; }
             if constexpr (want_tb) {
-                if (j <= m0) store_words(band0 + t * G * S, w0);
-                if (j <= m1) store_words(band1 + t * G * S, w1);
+                if (j <= m0) store_words(word0, w0);
+                if (j <= m1) store_words(word1, w1);
             }
         }
     }
