@@ -1037,7 +1037,10 @@ __device__ __forceinline__ void fill_band(
 // rows where its rows fit G of them (the couples of a warp share their query,
 // so the whole warp takes the same branch): with bands of 128 rows, 88.7% of
 // the lane-rows held cells at 1e13 cells of sampled proteins (NOTES.md, v25).
-// PACK_WHOLE_BANDS turns this off.
+// With traceback at 16 rows a lane, in stripes of 8 where its rows fit G of
+// them (88.7% too, NOTES.md, v32): its words, one a lane and step, lie G a
+// step after the full bands' (fill_band's layout at 8 rows), which walk_pair
+// is told by the stripe they start at. PACK_WHOLE_BANDS turns both off.
 template <int mode, bool want_tb, int R, int G, typename Couple>
 __device__ __forceinline__ void fill_pack(
      const int* matrix, const Couple& c, int go, int ge, unsigned* top_h, unsigned* top_f,
@@ -1060,8 +1063,12 @@ __device__ __forceinline__ void fill_pack(
     const int nstripes = (n + pad + R - 1) / R;
     int nfull = nstripes;  // stripes filled in R rows a lane
 #ifndef PACK_WHOLE_BANDS
-    constexpr bool short_last = !want_tb && R == 32;
-    if (short_last && nstripes > 0 && n + pad - (nstripes - 1) / G * (G * R) <= G * 16)
+    // score-only at 32 rows a lane, stripes of 8 or 16 rows; with traceback at
+    // 16, stripes of 8, whose words walk_pair finds (short_from)
+    constexpr bool short_last = want_tb ? R == 16 : R == 32;
+    constexpr int short_rows = want_tb ? 8 : 16;  // a lane's rows of the short band, at most
+    if (short_last && nstripes > 0
+        && n + pad - (nstripes - 1) / G * (G * R) <= G * short_rows)
         nfull = (nstripes - 1) / G * G;
 #endif
     for (int band = 0; band * G < nfull; ++band)
@@ -1072,11 +1079,11 @@ __device__ __forceinline__ void fill_pack(
         // the last band, after nfull / G bands of R rows; its rows worked out
         // again here rather than kept live across the loop above
         if (nfull < nstripes) {
-            if (n + pad - nfull * R <= G * 8)
-                fill_band<mode, false, 8, G>(matrix, c.template in_stripes<8>(),
+            if (want_tb || n + pad - nfull * R <= G * 8)
+                fill_band<mode, want_tb, 8, G>(matrix, c.template in_stripes<8>(),
                                              nfull / G * (R / 8), (n + pad + 7) / 8, pad, go, ge,
                                              floor, top_h, top_f, tb0, tb1, lane, best, bi, bj);
-            else
+            else if constexpr (!want_tb)
                 fill_band<mode, false, 16, G>(matrix, c.template in_stripes<16>(),
                                               nfull / G * (R / 16), (n + pad + 15) / 16, pad, go,
                                               ge, floor, top_h, top_f, tb0, tb1, lane, best, bi,
@@ -1281,12 +1288,15 @@ struct Runs {
 // which it leaves in i and j (see walk for the layouts): tbw holds the pair's
 // words (a narrow pair's: its lane's of the warp's block), word (stripe s,
 // column j) at ((s / gs) * span + (j - 1) + (s % gs) / (gs / g)) * gs + s % gs
-// where wide, else at (s * span + (j - 1)) * 32. v: the end cell's score. The
+// where wide, else at (s * span + (j - 1)) * 32; from stripe short_from on (a
+// packed pair's short last band, see fill_pack), stripe s = short_from + l at
+// ((s / gs) * span * gs + (j - 1 + l) * g + l. v: the end cell's score. The
 // operations go from op_off on, in order (start to end).
 template <int mode>
 __device__ __forceinline__ void walk_pair(
      const unsigned char* a, const unsigned char* b, const unsigned int* tbw, bool wide,
-     int g, int gs, long long span, const int* matrix, int K, int go, int ge, int v,
+     int g, int gs, int short_from, long long span, const int* matrix, int K, int go, int ge,
+     int v,
      long long op_off, unsigned char* op_code, int* op_len, int& i, int& j, int& nops,
      int& ident, int& length)
 {
@@ -1299,7 +1309,6 @@ __device__ __forceinline__ void walk_pair(
     // memory once a stripe or WALK_AHEAD columns instead of at every step
     unsigned ahead[WALK_AHEAD];
     int ahead_s = -1, ahead_n = 0;  // their stripe, and how many are left
-    const long long column_words = wide ? gs : 32;  // from a column's word to the next's
     auto left = [&]() {  // one column left: the next word moves up
 #pragma unroll
         for (int k = 0; k + 1 < WALK_AHEAD; ++k) ahead[k] = ahead[k + 1];
@@ -1317,9 +1326,13 @@ __device__ __forceinline__ void walk_pair(
         const int r = (i - 1) % STRIPE;
         const int s = (i - 1) / STRIPE;
         if (s != ahead_s || ahead_n == 0) {
+            const int l = s - short_from;
             const long long word =
-                wide ? ((s / gs) * span + (j - 1) + (s % gs) / (gs / g)) * gs + s % gs
-                     : ((long long)s * span + (j - 1)) * 32;
+                !wide ? ((long long)s * span + (j - 1)) * 32
+                : s < short_from ? ((s / gs) * span + (j - 1) + (s % gs) / (gs / g)) * gs + s % gs
+                : (s / gs) * span * gs + (long long)(j - 1 + l) * g + l;
+            // from a column's word to the next's
+            const long long column_words = !wide ? 32 : s < short_from ? gs : g;
 #pragma unroll
             for (int k = 0; k < WALK_AHEAD; ++k)
                 ahead[k] = j - k >= 1 ? tbw[word - k * column_words] : 0u;
@@ -1369,7 +1382,7 @@ __global__ void __launch_bounds__(256)
 walk(
      const unsigned char* __restrict__ codes, const long long* __restrict__ offsets,
      const int* __restrict__ pair_row, const int* __restrict__ pair_col, const int npairs,
-     const int nwide, const int npack, const unsigned int* __restrict__ tb,
+     const int nwide, const int npack, const int nqpack, const unsigned int* __restrict__ tb,
      const long long* __restrict__ off, const int* __restrict__ warp_m,
      const int* __restrict__ matrix, const int K, const int go, const int ge,
      const int* __restrict__ score, const int* __restrict__ ei, const int* __restrict__ ej,
@@ -1393,11 +1406,25 @@ walk(
     const unsigned int* tbw = wide ? tb + off[p] : tb + off[nwide + q / 32] + q % 32;
     const long long span = wide ? (long long)(offsets[pair_col[p] + 1] - toff) + g - 1
                                 : (long long)warp_m[q / 32];
+    // a packed pair's short last band (fill_pack): from the rows its couple
+    // filled, a query couple's (the first nqpack pairs, p and p ^ 1) the
+    // longer query's
+    int short_from = 0x7fffffff;
+#ifndef PACK_WHOLE_BANDS
+    if (PACK_TB_ROWS == 16 && p < npack) {
+        int rows = (int)(offsets[pair_row[p] + 1] - offsets[pair_row[p]]);
+        if (p < nqpack)
+            rows = max(rows, (int)(offsets[pair_row[p ^ 1] + 1] - offsets[pair_row[p ^ 1]]));
+        constexpr int band_rows = PACK_TB_GROUP * PACK_TB_ROWS;
+        const int full = (rows - 1) / band_rows;  // bands before the last
+        if (rows - full * band_rows <= PACK_TB_GROUP * 8) short_from = full * gs;
+    }
+#endif
     // local mode: the score of the current state's cell, carried back from the
     // end cell (H = 0 is where the alignment starts; see the top of the file)
     int i = ei[p], j = ej[p], nops, ident, length;
-    walk_pair<mode>(a, b, tbw, wide, g, gs, span, matrix, K, go, ge, score[p], op_off[p],
-                    op_code, op_len, i, j, nops, ident, length);
+    walk_pair<mode>(a, b, tbw, wide, g, gs, short_from, span, matrix, K, go, ge, score[p],
+                    op_off[p], op_code, op_len, i, j, nops, ident, length);
     out_qb[p] = i;
     out_tb[p] = j;
     out_nops[p] = nops;
@@ -1789,7 +1816,7 @@ walk_box(
         j = x.m;
         walk_pair<LOCAL>(codes + offsets[rows[p]] + i0 - 1, codes + offsets[cols[p]] + j0 - 1,
                          words + wend[it] - words_need[it] + (wide ? 0 : lane_of[p]), wide,
-                         32, 32, wide ? x.m + 31 : item_m[it], matrix, K, go, ge,
+                         32, 32, 0x7fffffff, wide ? x.m + 31 : item_m[it], matrix, K, go, ge,
                          score[p], op_off[p], op_code, op_len, i, j, nops, ident, length);
         i += i0 - 1;
         j += j0 - 1;

@@ -1034,6 +1034,7 @@ class GPUBackend:
                     (-(-plan.npairs // THREADS),), (THREADS,),
                     (state["codes"], state["offsets"], a["rows"], a["cols"],
                      np.int32(plan.npairs), np.int32(plan.nwide), np.int32(plan.npack),
+                     np.int32(2 * plan.couple_warps[plan.query_warps]),
                      a["words"], lay["off"], lay["warp_m"], state["matrix"],
                      np.int32(sc.matrix.shape[0]), np.int32(sc.gap_open),
                      np.int32(sc.gap_extend), h["score"], h["ei"], h["ej"], h["off"],
