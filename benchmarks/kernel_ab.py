@@ -5,8 +5,8 @@ and settings of ``gpu_backend``.
 
 An item ``DEF`` defines a macro, ``-DDEF=VALUE`` a macro with a value (one of
 ``align.cu``'s ``#ifndef`` settings, ``-DPACK_TB_BLOCKS=5`` say); ``ATTR=VALUE``
-sets ``gpu_backend.ATTR`` (an integer, a float, True, False, None or else a
-string) for that variant; ``SHAPE=RxG``
+sets ``gpu_backend.ATTR`` (an integer, a float, True, False, None, a tuple
+of strings written ``a+b``, or else a string) for that variant; ``SHAPE=RxG``
 sets the packed score-only kernel's shape (rows a lane, lanes a group) in the
 run's mode; ``SOURCE=path`` compiles another version of ``align.cu``.
 
@@ -98,11 +98,13 @@ def run(be, seqs, tb, items, mode="local"):
 
 
 def setting(value: str):
-    """A variant's ``ATTR=VALUE``: None, True, False, an integer, a float, or
-    else the string."""
+    """A variant's ``ATTR=VALUE``: None, True, False, an integer, a float, a
+    tuple of strings (``a+b``), or else the string."""
     parsed = {"None": None, "True": True, "False": False}
     if value in parsed:
         return parsed[value]
+    if "+" in value:
+        return tuple(value.split("+"))
     for kind in (int, float):
         try:
             return kind(value)

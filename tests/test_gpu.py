@@ -114,8 +114,8 @@ def test_query_couples_in_every_mode_they_take(monkeypatch, traceback, rows, gro
     run's default takes them in fewer): queries of unequal lengths in one
     couple, rows past the shorter one's end, each with its own top pad."""
     pack_every_pair(monkeypatch, rows, group, tb_rows, tb_group)
-    monkeypatch.setattr(gpu_backend, "QUERY_COUPLE_MODES",
-                        {True: ("local", "global"), False: ("local", "global", "semiglobal")})
+    monkeypatch.setattr(gpu_backend, "QUERY_COUPLE_MODES", ("local", "global", "semiglobal"))
+    monkeypatch.setattr(gpu_backend, "QUERY_COUPLE_MODES_TRACEBACK", ("local", "global"))
     from pairalign.job import Job, SortedSet
 
     seqs = warp_sequences()
@@ -144,6 +144,19 @@ def test_packed_kernel_shapes(monkeypatch, rows, group, tb_rows, tb_group, threa
             assert_same(cpu, gpu)
 
 
+def band_end_sequences(band: int, ends: tuple[int, ...]) -> list[str]:
+    """Proteins whose lengths end at ``ends`` within the first three bands of
+    ``band`` rows, a third of them prefixes of one sequence (ties of the local
+    end cell), and two of repeats."""
+    lengths = sorted({band * k + r for k in range(3) for r in ends})
+    rng = np.random.default_rng(3)
+    letters = np.array(list(AMINO))
+    base = "".join(rng.choice(letters, max(lengths)))
+    seqs = [base[:n] if k % 3 == 0 else "".join(rng.choice(letters, n))
+            for k, n in enumerate(lengths)]
+    return seqs + ["WCHW" * 40, "W" * (band + 9)]
+
+
 @pytest.mark.parametrize("group", [4, 8])
 def test_short_last_bands(monkeypatch, group):
     """Score-only at 32 rows a lane, a query's last band in stripes of 8 or 16
@@ -152,20 +165,28 @@ def test_short_last_bands(monkeypatch, group):
     couples and query couples (semiglobal's top pad included), with repeats
     for ties of the local end cell."""
     pack_every_pair(monkeypatch, 32, group, 16, 8)
-    monkeypatch.setattr(gpu_backend, "QUERY_COUPLE_MODES",
-                        {True: ("local",), False: ("local", "global", "semiglobal")})
-    band = 32 * group
-    ends = (1, 8 * group - 1, 8 * group, 8 * group + 1, 16 * group, 16 * group + 1,
-            band - 1, band)
-    lengths = sorted({band * k + r for k in range(3) for r in ends})
-    rng = np.random.default_rng(3)
-    letters = np.array(list(AMINO))
-    base = "".join(rng.choice(letters, max(lengths)))
-    seqs = [base[:n] if k % 3 == 0 else "".join(rng.choice(letters, n))
-            for k, n in enumerate(lengths)]
-    seqs += ["WCHW" * 40, "W" * (band + 9)]
+    monkeypatch.setattr(gpu_backend, "QUERY_COUPLE_MODES", ("local", "global", "semiglobal"))
+    seqs = band_end_sequences(32 * group, (1, 8 * group - 1, 8 * group, 8 * group + 1,
+                                           16 * group, 16 * group + 1, 32 * group - 1,
+                                           32 * group))
     for mode in ("global", "semiglobal", "local"):
         cpu, gpu = both(seqs, mode=mode, traceback=False)
+        assert_same(cpu, gpu)
+
+
+@pytest.mark.parametrize("group", [4, 8])
+def test_short_last_bands_traceback(monkeypatch, group):
+    """With traceback at 16 rows a lane, a query's last band in stripes of 8
+    rows where its rows fit (``fill_pack``), and the walk that finds their
+    words: queries ending just inside and just past that band, and at a full
+    band, in every mode, target couples and query couples (whose band follows
+    the longer query: couples of unequal lengths on both sides of it)."""
+    pack_every_pair(monkeypatch, 32, 4, 16, group)
+    monkeypatch.setattr(gpu_backend, "QUERY_COUPLE_MODES_TRACEBACK", ("local", "global"))
+    seqs = band_end_sequences(16 * group, (1, 8 * group - 1, 8 * group, 8 * group + 1,
+                                           16 * group - 1, 16 * group))
+    for mode in ("global", "semiglobal", "local"):
+        cpu, gpu = both(seqs, mode=mode, traceback=True)
         assert_same(cpu, gpu)
 
 

@@ -50,8 +50,8 @@ PACKED_TRACEBACK = True
 #: each target both pack (query couples, the packed kernel's first warps):
 #: both halves take one target residue a column, so each row's two scores are
 #: one word of a joint profile, without the merge of a couple of targets (a
-#: PRMT a row of every step). In the modes of QUERY_COUPLE_MODES (score-only,
-#: with traceback), where the joint profile fits two blocks a SM
+#: PRMT a row of every step). In the modes of QUERY_COUPLE_MODES (score-only)
+#: and QUERY_COUPLE_MODES_TRACEBACK, where the joint profile fits two blocks a SM
 #: (QUERY_PROFILE_BYTES), for two queries that take as many bands (a couple
 #: runs the longer one's). H100, in process, with and without (NOTES.md, v13):
 #: 1e13 cells score-only local 3.35 / 3.59 s, global 2.96 / 3.28 s; the
@@ -61,8 +61,8 @@ PACKED_TRACEBACK = True
 #: its last row ends a stripe); with traceback the kernel has no semiglobal
 #: query couples.
 QUERY_COUPLES = True
-QUERY_COUPLE_MODES: dict[bool, tuple[str, ...]] = {False: ("local", "global", "semiglobal"),
-                                                   True: ("local",)}
+QUERY_COUPLE_MODES: tuple[str, ...] = ("local", "global", "semiglobal")
+QUERY_COUPLE_MODES_TRACEBACK: tuple[str, ...] = ("local",)
 #: Largest joint profile a block (8 warps) of query couples: two blocks a SM on Hopper.
 QUERY_PROFILE_BYTES = 112 << 10
 #: Score-only, the warps of a block of the packed kernel take query couples of
@@ -839,7 +839,8 @@ class GPUBackend:
         if traceback is None:
             traceback = job.traceback
         rows, group = _pack_shape(traceback, job.mode)
-        on = (QUERY_COUPLES and job.mode in QUERY_COUPLE_MODES[traceback]
+        modes = QUERY_COUPLE_MODES_TRACEBACK if traceback else QUERY_COUPLE_MODES
+        on = (QUERY_COUPLES and job.mode in modes
               and not (traceback and job.mode == "semiglobal")  # no such kernel
               and _query_profile_bytes(job.scoring.matrix.shape[0], rows, group)
               <= QUERY_PROFILE_BYTES)
