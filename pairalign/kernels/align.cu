@@ -1266,7 +1266,9 @@ __device__ __forceinline__ unsigned tb_bits(unsigned word, int r) {
     return (x | (x >> 7) | (x >> 14) | (x >> 21)) & 15u;
 }
 
+#ifndef WALK_AHEAD
 #define WALK_AHEAD 8  // traceback words a walk loads at once (see walk)
+#endif
 #define OP_ALIGNED 0  // kernels/conventions.py
 #define OP_INS 1
 #define OP_DEL 2
