@@ -1379,8 +1379,16 @@ __device__ __forceinline__ void walk_pair(
     nops = (int)(runs.pos - op_off);
 }
 
+// WALK_MIN_BLOCKS: blocks a SM that walk's registers must allow (48 registers
+// give five; at six ptxas spills 44-52 bytes, at eight 88-100; NOTES.md, v32)
+#ifdef WALK_MIN_BLOCKS
+#define WALK_BOUNDS __launch_bounds__(256, WALK_MIN_BLOCKS)
+#else
+#define WALK_BOUNDS __launch_bounds__(256)
+#endif
+
 template <int mode>
-__global__ void __launch_bounds__(256)
+__global__ void WALK_BOUNDS
 walk(
      const unsigned char* __restrict__ codes, const long long* __restrict__ offsets,
      const int* __restrict__ pair_row, const int* __restrict__ pair_col, const int npairs,
