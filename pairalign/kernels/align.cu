@@ -1292,14 +1292,13 @@ struct Runs {
 // column j) at ((s / gs) * span + (j - 1) + (s % gs) / (gs / g)) * gs + s % gs
 // where wide, else at (s * span + (j - 1)) * 32; from stripe short_from on (a
 // packed pair's short last band, see fill_pack), stripe s = short_from + l at
-// ((s / gs) * span * gs + (j - 1 + l) * g + l. v: the end cell's score. The
+// (s / gs) * span * gs + (j - 1 + l) * g + l. v: the end cell's score. The
 // operations go from op_off on, in order (start to end).
 template <int mode>
 __device__ __forceinline__ void walk_pair(
      const unsigned char* a, const unsigned char* b, const unsigned int* tbw, bool wide,
      int g, int gs, int short_from, long long span, const int* matrix, int K, int go, int ge,
-     int v,
-     long long op_off, unsigned char* op_code, int* op_len, int& i, int& j, int& nops,
+     int v, long long op_off, unsigned char* op_code, int* op_len, int& i, int& j, int& nops,
      int& ident, int& length)
 {
     int state = 0;

@@ -89,7 +89,9 @@ class LayoutPlan:
     couple_stripes : int
         Stripes (8 rows each) a lane of a couple's group holds with traceback:
         a band of the couples' layout is ``couple_lanes * couple_stripes``
-        stripes (the other wide pairs' one a lane).
+        stripes (the other wide pairs' one a lane). The kernel may fill a
+        query's last band in stripes of one a lane, in fewer words
+        (``align.cu``'s ``fill_pack``): the sizes here hold either.
     tb_words, bnd, ops : int
         Traceback words (uint32), boundary entries (one score each, H and F
         alike) and operation slots the window needs.
