@@ -1369,12 +1369,14 @@ __device__ __forceinline__ void walk_pair(
         }
     }
     runs.flush();
+#ifndef WALK_REVERSED
     long long lo = op_off, hi = runs.pos - 1;
     while (lo < hi) {
         unsigned char c = op_code[lo]; op_code[lo] = op_code[hi]; op_code[hi] = c;
         int l = op_len[lo]; op_len[lo] = op_len[hi]; op_len[hi] = l;
         ++lo; --hi;
     }
+#endif
     nops = (int)(runs.pos - op_off);
 }
 
@@ -1930,6 +1932,10 @@ orient_pairs(
 // Operations from each pair's slots (sized by a bound, at src_off) to their
 // places in the compacted arrays (dst_off, npairs + 1 entries): a warp a pair;
 // a pair flipped by orient_pairs has its insertions and deletions swapped.
+// WALK_REVERSED (not set by default; not yet run on a device): the walks
+// leave each pair's operations end first, and this copy, whose warp reads a
+// pair's slots in order either way, puts them start first, instead of each
+// walk's thread swapping them in place (scattered loads and stores of its own).
 extern "C" __global__ void __launch_bounds__(256)
 compact_ops(
      const long long* __restrict__ src_off, const long long* __restrict__ dst_off,
@@ -1942,9 +1948,14 @@ compact_ops(
     const long long s = src_off[p], d = dst_off[p], k = dst_off[p + 1] - d;
     const bool f = flip[p];
     for (long long x = threadIdx.x % 32; x < k; x += 32) {
-        const unsigned char c = code[s + x];
+#ifdef WALK_REVERSED
+        const long long y = s + k - 1 - x;
+#else
+        const long long y = s + x;
+#endif
+        const unsigned char c = code[y];
         out_code[d + x] = f && c == OP_INS ? OP_DEL : f && c == OP_DEL ? OP_INS : c;
-        out_len[d + x] = len[s + x];
+        out_len[d + x] = len[y];
     }
 }
 
