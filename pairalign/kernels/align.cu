@@ -1021,6 +1021,27 @@ __device__ __forceinline__ void fill_band(
     }
 }
 
+// Whether fill_pack may fill a query's last band in shorter stripes (see
+// there), at R rows a lane with traceback or without, and the stripes of R
+// rows that it fills in whole bands of G lanes, of those that `rows` rows (its
+// top pad included) take: all of them, or those before a last band whose rows
+// fit G stripes of 8 rows with traceback, 16 without. walk finds a packed
+// pair's words by the same rule.
+template <bool want_tb, int R>
+constexpr bool short_last_band = want_tb ? R == 16 : R == 32;
+
+template <bool want_tb, int R, int G>
+__device__ __forceinline__ int whole_band_stripes(int rows) {
+    const int nstripes = (rows + R - 1) / R;
+#ifndef PACK_WHOLE_BANDS
+    constexpr int short_rows = want_tb ? 8 : 16;  // a lane's rows of the short band, at most
+    if (short_last_band<want_tb, R> && nstripes > 0
+        && rows - (nstripes - 1) / G * (G * R) <= G * short_rows)
+        return (nstripes - 1) / G * G;
+#endif
+    return nstripes;
+}
+
 // A couple (TargetCouple or QueryCouple, which give the profile, each column's
 // rows and the end-cell tracking) on a group of G lanes of R rows each (R =
 // PACK_TB_ROWS with traceback); a warp holds 32 / G groups, a couple each,
@@ -1061,21 +1082,12 @@ __device__ __forceinline__ void fill_pack(
     if (mode == LOCAL && gl == 0) floor = 0;  // seen after the band's __syncwarp
     const int n = c.rows(), pad = c.pad();
     const int nstripes = (n + pad + R - 1) / R;
-    int nfull = nstripes;  // stripes filled in R rows a lane
-#ifndef PACK_WHOLE_BANDS
-    // score-only at 32 rows a lane, stripes of 8 or 16 rows; with traceback at
-    // 16, stripes of 8, whose words walk_pair finds (short_from)
-    constexpr bool short_last = want_tb ? R == 16 : R == 32;
-    constexpr int short_rows = want_tb ? 8 : 16;  // a lane's rows of the short band, at most
-    if (short_last && nstripes > 0
-        && n + pad - (nstripes - 1) / G * (G * R) <= G * short_rows)
-        nfull = (nstripes - 1) / G * G;
-#endif
+    const int nfull = whole_band_stripes<want_tb, R, G>(n + pad);  // filled in R rows a lane
     for (int band = 0; band * G < nfull; ++band)
         fill_band<mode, want_tb, R, G>(matrix, c, band, nstripes, pad, go, ge, floor, top_h,
                                        top_f, tb0, tb1, lane, best, bi, bj);
 #ifndef PACK_WHOLE_BANDS
-    if constexpr (short_last) {
+    if constexpr (short_last_band<want_tb, R>) {
         // the last band, after nfull / G bands of R rows; its rows worked out
         // again here rather than kept live across the loop above
         if (nfull < nstripes) {
@@ -1421,16 +1433,13 @@ walk(
     // filled, a query couple's (the first nqpack pairs, p and p ^ 1) the
     // longer query's
     int short_from = 0x7fffffff;
-#ifndef PACK_WHOLE_BANDS
-    if (PACK_TB_ROWS == 16 && p < npack) {
+    if (short_last_band<true, PACK_TB_ROWS> && p < npack) {
         int rows = (int)(offsets[pair_row[p] + 1] - offsets[pair_row[p]]);
         if (p < nqpack)
             rows = max(rows, (int)(offsets[pair_row[p ^ 1] + 1] - offsets[pair_row[p ^ 1]]));
-        constexpr int band_rows = PACK_TB_GROUP * PACK_TB_ROWS;
-        const int full = (rows - 1) / band_rows;  // bands before the last
-        if (rows - full * band_rows <= PACK_TB_GROUP * 8) short_from = full * gs;
+        const int full = whole_band_stripes<true, PACK_TB_ROWS, PACK_TB_GROUP>(rows);
+        if (full * PACK_TB_ROWS < rows) short_from = full * TB_STRIPES;
     }
-#endif
     // local mode: the score of the current state's cell, carried back from the
     // end cell (H = 0 is where the alignment starts; see the top of the file)
     int i = ei[p], j = ej[p], nops, ident, length;
