@@ -1305,7 +1305,7 @@ struct Runs {
 // where wide, else at (s * span + (j - 1)) * 32; from stripe short_from on (a
 // packed pair's short last band, see fill_pack), stripe s = short_from + l at
 // (s / gs) * span * gs + (j - 1 + l) * g + l. v: the end cell's score. The
-// operations go from op_off on, in order (start to end).
+// operations go from op_off on, end first (compact_ops puts them in order).
 template <int mode>
 __device__ __forceinline__ void walk_pair(
      const unsigned char* a, const unsigned char* b, const unsigned int* tbw, bool wide,
@@ -1322,6 +1322,9 @@ __device__ __forceinline__ void walk_pair(
     // memory once a stripe or WALK_AHEAD columns instead of at every step
     unsigned ahead[WALK_AHEAD];
     int ahead_s = -1, ahead_n = 0;  // their stripe, and how many are left
+    // g and gs are powers of two: the refill's divisions as shifts (integer
+    // division by a value known only at run time is ~20 instructions)
+    const int gs_shift = __ffs(gs) - 1, lane_shift = gs_shift - (__ffs(g) - 1);
     auto left = [&]() {  // one column left: the next word moves up
 #pragma unroll
         for (int k = 0; k + 1 < WALK_AHEAD; ++k) ahead[k] = ahead[k + 1];
@@ -1340,10 +1343,12 @@ __device__ __forceinline__ void walk_pair(
         const int s = (i - 1) / STRIPE;
         if (s != ahead_s || ahead_n == 0) {
             const int l = s - short_from;
+            const int band = s >> gs_shift, in_band = s & (gs - 1);
             const long long word =
                 !wide ? ((long long)s * span + (j - 1)) * 32
-                : s < short_from ? ((s / gs) * span + (j - 1) + (s % gs) / (gs / g)) * gs + s % gs
-                : (s / gs) * span * gs + (long long)(j - 1 + l) * g + l;
+                : s < short_from ? ((band * span + (j - 1) + (in_band >> lane_shift)) << gs_shift)
+                                   + in_band
+                : ((band * span) << gs_shift) + (long long)(j - 1 + l) * g + l;
             // from a column's word to the next's
             const long long column_words = !wide ? 32 : s < short_from ? gs : g;
 #pragma unroll
@@ -1381,24 +1386,17 @@ __device__ __forceinline__ void walk_pair(
         }
     }
     runs.flush();
-#ifndef WALK_REVERSED
-    long long lo = op_off, hi = runs.pos - 1;
-    while (lo < hi) {
-        unsigned char c = op_code[lo]; op_code[lo] = op_code[hi]; op_code[hi] = c;
-        int l = op_len[lo]; op_len[lo] = op_len[hi]; op_len[hi] = l;
-        ++lo; --hi;
-    }
-#endif
     nops = (int)(runs.pos - op_off);
 }
 
-// WALK_MIN_BLOCKS: blocks a SM that walk's registers must allow (48 registers
-// give five; at six ptxas spills 44-52 bytes, at eight 88-100; NOTES.md, v32)
-#ifdef WALK_MIN_BLOCKS
-#define WALK_BOUNDS __launch_bounds__(256, WALK_MIN_BLOCKS)
-#else
-#define WALK_BOUNDS __launch_bounds__(256)
+// WALK_MIN_BLOCKS: blocks a SM that walk's registers must allow: 48 registers
+// give five (without the bound, local's walk takes 54 and four); at six
+// ptxas spills 44-52 bytes, at eight 88-100, and the walk ran slower
+// (NOTES.md, v32, v33)
+#ifndef WALK_MIN_BLOCKS
+#define WALK_MIN_BLOCKS 5
 #endif
+#define WALK_BOUNDS __launch_bounds__(256, WALK_MIN_BLOCKS)
 
 template <int mode>
 __global__ void WALK_BOUNDS
@@ -1941,10 +1939,10 @@ orient_pairs(
 // Operations from each pair's slots (sized by a bound, at src_off) to their
 // places in the compacted arrays (dst_off, npairs + 1 entries): a warp a pair;
 // a pair flipped by orient_pairs has its insertions and deletions swapped.
-// WALK_REVERSED (not set by default; not yet run on a device): the walks
-// leave each pair's operations end first, and this copy, whose warp reads a
-// pair's slots in order either way, puts them start first, instead of each
-// walk's thread swapping them in place (scattered loads and stores of its own).
+// The walks leave each pair's operations end first; this copy puts them
+// start first (each walk's thread swapping them in place, with scattered loads
+// and stores of its own, made the walk of global pairs 6% longer: NOTES.md,
+// v33).
 extern "C" __global__ void __launch_bounds__(256)
 compact_ops(
      const long long* __restrict__ src_off, const long long* __restrict__ dst_off,
@@ -1957,11 +1955,7 @@ compact_ops(
     const long long s = src_off[p], d = dst_off[p], k = dst_off[p + 1] - d;
     const bool f = flip[p];
     for (long long x = threadIdx.x % 32; x < k; x += 32) {
-#ifdef WALK_REVERSED
         const long long y = s + k - 1 - x;
-#else
-        const long long y = s + x;
-#endif
         const unsigned char c = code[y];
         out_code[d + x] = f && c == OP_INS ? OP_DEL : f && c == OP_DEL ? OP_INS : c;
         out_len[d + x] = len[y];
