@@ -126,13 +126,16 @@ COPY_PIECE = 4 << 20
 #: (``place_ops``), instead of each window's downloaded and all scattered on
 #: the host after the last. A window's operations stay while all kept fit
 #: DEVICE_OPS_SHARE of the memory free at the run's start (None: no cap) and
-#: the device keeps DEVICE_OPS_RESERVE of its memory free after them. Without
-#: the cap (the slots take their share first, the operations what they leave
-#: down to the reserve), a global run with traceback at 1e13 cells on the
-#: H100 had not ended when its call's 330 s ran out, against 12-18 s with
-#: it; why was not looked into (NOTES.md, v26).
+#: the device keeps DEVICE_OPS_RESERVE of its memory free after them. Global
+#: runs with traceback make ~34 operations a pair (15.6 GB at 1e13 cells):
+#: at 1e13 cells on the H100, a share of 0.25 ran 7% faster end to end than
+#: 0.1 (8.98 against 9.62 s), its windows' operations downloaded and
+#: scattered on the host the less. Without the cap (the slots take their
+#: share first, the operations what they leave down to the reserve) that
+#: run once did not end in 330 s (v26); now it takes 9.49 s: the cap stays
+#: as a guard (NOTES.md, v26, v33).
 DEVICE_PLACEMENT = True
-DEVICE_OPS_SHARE: float | None = 0.1
+DEVICE_OPS_SHARE: float | None = 0.25
 DEVICE_OPS_RESERVE = 0.05
 #: Local alignments with traceback from a score pass and a traceback of each
 #: pair's box alone (``align.cu``, "Bounded local traceback"): the score-only
