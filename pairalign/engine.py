@@ -107,8 +107,9 @@ def parse_memory(text: str | int) -> int:
 
 
 def window_width(job: Job, backend: Backend, max_memory: int,
-                 width: int | None = None) -> int:
-    """The window width ``W``: a multiple of 16 whose buffers fit the budget."""
+                 width: int | None = None, workers: int = 1) -> int:
+    """The window width ``W``: a multiple of 16 whose buffers fit the budget
+    (a device backend's own choice, told how many ``workers`` share the job)."""
     if backend.task_memory(job) > max_memory:
         n, m = int(job.rows.lengths[0]), int(job.col_set.lengths[0])
         raise OptionError(
@@ -122,7 +123,7 @@ def window_width(job: Job, backend: Backend, max_memory: int,
             raise OptionError(f"window size must be a positive multiple of {BLOCK}, got {width}")
         return width
     if hasattr(backend, "window_width"):
-        return backend.window_width(job, max_memory)
+        return backend.window_width(job, max_memory, workers=workers)
     longest = int(job.rows.lengths[0]) + int(job.col_set.lengths[0])
     per_pair = _PAIR_BYTES + (_OP_BYTES * longest if job.traceback else 0)
     w = int(math.sqrt(max(max_memory - fixed, 0) / 2 / per_pair))
@@ -419,13 +420,13 @@ def prepare_work(job: Job, backend, max_memory: int = DEFAULT_MAX_MEMORY,
     """
     workers = worker_backends(backend)
     first = workers[0]
-    w = window_width(job, first, max_memory, width)
+    n = len(workers) if n_workers is None else n_workers
+    w = window_width(job, first, max_memory, width, workers=n)
     for other in workers[1:]:
         other.fit_memory(job, max_memory)
     col_lengths = None if job.triangle else job.cols.lengths
     windows = plan_windows(job.rows.lengths, col_lengths, w)
     parents = [windows[k] for k in lpt_order([x.cost for x in windows])]
-    n = len(workers) if n_workers is None else n_workers
     pieces = balance(parents, job.rows.lengths, job.col_set.lengths, n,
                      min_pairs=min_window_pairs(first))
     work = Work(workers, w, parents, pieces)

@@ -311,6 +311,26 @@ def test_dask_task_batches_in_input_indices_from_either_kind_of_backend(tri):
         same(got.take(order), ref)
 
 
+@pytest.mark.parametrize("rows, cols, triangle, workers", [
+    (13_622, 13_622, True, 1), (13_622, 13_622, True, 2), (13_622, 13_622, True, 4),
+    (13_622, 13_622, True, 8), (2_128, 2_128, True, 4), (3_000, 40_000, False, 4),
+    (3_000, 9_000, False, 4), (100, 100, True, 4)])
+def test_gpu_window_width_grows_only_for_large_jobs_on_several_devices(
+        rows, cols, triangle, workers):
+    """Several GPUs take MAX_WIDTH_SEVERAL where each would get at least
+    SEVERAL_MIN_WINDOWS windows that wide (counted here from the job's
+    windows as planned), else MAX_WIDTH; never wider than the job."""
+    from pairalign.kernels import gpu_backend as g
+
+    got = g.widest_window(rows, cols, triangle, workers)
+    wide = plan_windows(np.ones(rows, np.int64), None if triangle else np.ones(cols, np.int64),
+                        g.MAX_WIDTH_SEVERAL)
+    want = (g.MAX_WIDTH_SEVERAL if workers > 1 and len(wide) >= g.SEVERAL_MIN_WINDOWS * workers
+            else g.MAX_WIDTH)
+    assert got == min(want, -(-max(rows, cols) // BLOCK) * BLOCK)
+    assert got % BLOCK == 0
+
+
 def test_gpu_style_backend_gives_one_worker_per_device():
     class FakeGPU:
         name = "gpu"
@@ -744,7 +764,8 @@ class FakeGPU:
     def fit_memory(self, job, budget):
         return 0
 
-    def window_width(self, job, budget):
+    def window_width(self, job, budget, workers=1):
+        FakeGPU.log.append(("width", workers))
         return 64
 
     def window_bytes(self, job, w):
@@ -799,6 +820,7 @@ def test_gpu_like_backend_over_three_devices(tri):
     assert set(workers) == {"gpu0", "gpu1", "gpu2"}
     assert sum(w["pairs"] for w in workers.values()) == len(ref)
     assert ("use", 1) in FakeGPU.log and ("use", 2) in FakeGPU.log
+    assert [x for x in FakeGPU.log if x[0] == "width"] == [("width", 3)]  # told its workers
     assert workers["gpu1"]["failures"] > 0 and ("free", 1) in FakeGPU.log  # recovered
     assert not workers["gpu1"]["retired"]  # out of memory is not a lost device
     assert workers["gpu0"]["backend_timings"]["fill"] > 0

@@ -194,6 +194,16 @@ SOURCE: str | None = None
 #: sequences is one window and the host waits alone at its end (1e12 cells,
 #: H100, in process: 0.78 s at 4,096, 0.70 s at 2,048, 0.58 s at 1,024 and 512).
 MAX_WIDTH = 1024
+#: Widest window where several GPUs share a job whose windows of this width
+#: are at least SEVERAL_MIN_WINDOWS a worker: each window costs the host the
+#: same to launch, collect and place, and with four GPUs in one process that
+#: work, not the GPUs, bounded the run (4 H200s, score-only local, 1e13
+#: cells: 0.64-0.69 s at 2,048 against 0.71-0.74 at 1,024; 3e13 cells: 1.81
+#: against 2.03 s, 3.80x one GPU against 3.40x; two GPUs and one GPU level;
+#: a job of 2,128 proteins on one GPU 0.13 s at 2,048 against 0.10: NOTES.md,
+#: v33).
+MAX_WIDTH_SEVERAL = 2048
+SEVERAL_MIN_WINDOWS = 4
 #: Windows fitted by their bound that a job's first launch plans, largest
 #: bound first, to size the stream slots (see GPUBackend._job_slot_bytes).
 SLOT_PLANS = 4
@@ -354,6 +364,26 @@ def _covered(spans: np.ndarray) -> float:
     return float(reach[-1] - spans[0, 0] - gaps.sum())
 
 
+def widest_window(rows: int, cols: int, triangle: bool, workers: int = 1) -> int:
+    """The window width of a job of ``rows`` x ``cols`` sequences (all-vs-all
+    where ``triangle``) on ``workers`` GPUs: MAX_WIDTH, or MAX_WIDTH_SEVERAL
+    where several workers would each have at least SEVERAL_MIN_WINDOWS windows
+    of that width; never wider than the job, rounded up to whole blocks.
+
+    >>> widest_window(13_622, 13_622, True, workers=1), widest_window(13_622, 13_622, True, 4)
+    (1024, 2048)
+    >>> widest_window(2_128, 2_128, True, workers=4), widest_window(100, 100, True)
+    (1024, 112)
+    """
+    width = MAX_WIDTH
+    if workers > 1 and MAX_WIDTH_SEVERAL > MAX_WIDTH:
+        k, c = -(-rows // MAX_WIDTH_SEVERAL), -(-cols // MAX_WIDTH_SEVERAL)
+        windows = k * (k + 1) // 2 if triangle else k * c
+        if windows >= SEVERAL_MIN_WINDOWS * workers:
+            width = MAX_WIDTH_SEVERAL
+    return min(width, -(-max(rows, cols) // BLOCK) * BLOCK)
+
+
 def module_defines() -> tuple[str, ...]:
     """The macros ``align.cu`` is compiled with (``NAME=VALUE``): the packed
     kernels' shapes and blocks, then :data:`DEFINES`."""
@@ -511,13 +541,13 @@ class GPUBackend:
         window in flight (see :meth:`run_windows`)."""
         return int(self.free_memory() * 0.8 / DEPTH)
 
-    def window_width(self, job: Job, budget: int) -> int:
-        """Up to MAX_WIDTH: windows too large for the device are split by the
-        engine. A launch's blocks are ordered longest first, so the hardware
-        block scheduler balances them (LPT).
+    def window_width(self, job: Job, budget: int, workers: int = 1) -> int:
+        """Up to MAX_WIDTH, or MAX_WIDTH_SEVERAL for a large job on several
+        ``workers`` (:func:`widest_window`): windows too large for the device
+        are split by the engine. A launch's blocks are ordered longest first,
+        so the hardware block scheduler balances them (LPT).
         """
-        n = max(len(job.rows), len(job.col_set))
-        return min(MAX_WIDTH, -(-n // BLOCK) * BLOCK)
+        return widest_window(len(job.rows), len(job.col_set), job.triangle, workers)
 
     def _host_stream(self):
         """A high-priority stream for the work that the host waits on (a
