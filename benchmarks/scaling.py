@@ -27,7 +27,8 @@ seconds. ``--buffer`` sets how many results may wait for the consumer;
 ``--consumer place`` puts the batches in input order as ``run_job`` does
 (numba's parallel passes in the consumer's thread, beside the workers', on its
 share of the cores), instead of only hashing them; ``place-all`` does so on
-all of the consumer thread's numba threads. The checksum of all pairs (query, target,
+all of the consumer thread's numba threads, ``place-staged`` with the columns
+staged as a row a pair (``engine.STAGED_PLACEMENT``). The checksum of all pairs (query, target,
 score) must be the same for every count.
 
 On a machine without a GPU the script says so and exits 0.
@@ -72,9 +73,11 @@ def checksum(batch) -> tuple[int, int]:
 def run(job, backend=None, client=None, buffer=None, consumer="checksum") -> dict:
     """One run of ``job``; ``consumer`` ``checksum`` (each batch hashed as it
     comes), ``place`` (each batch put in input order as ``run_job`` does,
-    :func:`pairalign.engine.assemble`, and hashed after the clock stops) or
+    :func:`pairalign.engine.assemble`, and hashed after the clock stops),
     ``place-all`` (the same with the consumer's numba passes on all its
-    threads: ``engine.SHARE_CORES_WITH_WORKERS`` off)."""
+    threads: ``engine.SHARE_CORES_WITH_WORKERS`` off) or ``place-staged``
+    (``place`` with its columns staged as a row a pair:
+    ``engine.STAGED_PLACEMENT``)."""
     from pairalign import engine
 
     timings: dict = {}
@@ -84,12 +87,13 @@ def run(job, backend=None, client=None, buffer=None, consumer="checksum") -> dic
                                   device_ops=placing and client is None)
     if placing:
         spent: dict = {}
-        share = engine.SHARE_CORES_WITH_WORKERS
-        engine.SHARE_CORES_WITH_WORKERS = consumer == "place"
+        share, staged = engine.SHARE_CORES_WITH_WORKERS, engine.STAGED_PLACEMENT
+        engine.SHARE_CORES_WITH_WORKERS = consumer != "place-all"
+        engine.STAGED_PLACEMENT = consumer == "place-staged"
         try:
             out = engine.assemble(job, batches, spent)
         finally:
-            engine.SHARE_CORES_WITH_WORKERS = share
+            engine.SHARE_CORES_WITH_WORKERS, engine.STAGED_PLACEMENT = share, staged
         wall = time.perf_counter() - t
         s, x = checksum(out)
         return {"wall": wall, "pairs": len(out), "checksum": f"{s:016x}{x:016x}",
@@ -124,9 +128,10 @@ def main() -> int:
                          "GPU count (default the engine's, 2 x GPUs + 2)")
     ap.add_argument("--consumer", default="checksum",
                     help="checksum (each batch hashed as it comes), place (put in input "
-                         "order as run_job does) and/or place-all (the same, the consumer's "
+                         "order as run_job does), place-all (the same, the consumer's "
                          "numba passes on all its threads rather than its share beside the "
-                         "workers), comma-separated: each runs every GPU count")
+                         "workers) and/or place-staged (place, the columns staged as a row a "
+                         "pair), comma-separated: each runs every GPU count")
     ap.add_argument("--json", default=None, help="write the results to this file")
     args = ap.parse_args()
 
@@ -174,8 +179,8 @@ def main() -> int:
             run(wj, [be])
     warm = warm_jobs[-1]
     consumers = args.consumer.split(",")
-    if any(c.startswith("place") for c in consumers):  # placing's numba passes compile
-        run(warm, [backends[0]], consumer="place")
+    for c in dict.fromkeys(c for c in consumers if c.startswith("place")):
+        run(warm, [backends[0]], consumer=c)  # placing's numba passes compile
 
     results = []
     buffers = [None] if not args.buffer else [int(b) for b in args.buffer.split(",")]

@@ -176,9 +176,25 @@ def _in_input_order(job: Job, batch: PairBatch) -> PairBatch:
         return batch.take(order)
 
 
+#: Placements stage their columns as a row a pair (``Placement(staged=True)``),
+#: columns again at the end: one or two cache lines a pair's scattered
+#: stores instead of one a column, for a pass over the rows at the end. Off:
+#: not yet measured where it would count, a consumer that bounds several
+#: GPUs (four H200s, score-only at 3e13 cells: 2.42 s of placing in a
+#: 2.64 s run, 2.62x one GPU; NOTES.md, v33); on one GPU its pass at the
+#: end would lengthen the run. ``benchmarks/scaling.py --consumer
+#: place,place-staged`` is its A/B on the device, ``benchmarks/placement.py``
+#: the placement alone. Where it becomes the default, streaming.PAIR_BYTES
+#: must count the rows held beside the columns at the end (12 bytes a pair,
+#: 32 with traceback).
+STAGED_PLACEMENT = False
+
+
 def placement(job: Job) -> Placement:
-    """An empty :class:`~pairalign.pairs.Placement` for the pairs of ``job``."""
-    return Placement(len(job.rows), None if job.triangle else len(job.cols), job.traceback)
+    """An empty :class:`~pairalign.pairs.Placement` for the pairs of ``job``
+    (staged as STAGED_PLACEMENT says)."""
+    return Placement(len(job.rows), None if job.triangle else len(job.cols), job.traceback,
+                     staged=STAGED_PLACEMENT)
 
 
 def assemble(job: Job, batches: Iterable[PairBatch], spent: dict | None = None) -> PairBatch:

@@ -12,6 +12,10 @@ import numpy as np
 
 _COLUMNS = ("query", "target", "score", "query_begin", "query_end", "target_begin",
             "target_end", "identities", "length")
+#: The columns a staged Placement places as rows (batch_ops.place_rows)
+_STAGED = ("score", "query_end", "target_end")
+_STAGED_TRACEBACK = ("score", "query_begin", "query_end", "target_begin", "target_end",
+                     "identities", "length")
 
 
 @dataclass(frozen=True)
@@ -244,17 +248,30 @@ class Placement:
     scores and ends are placed (the batches' begins, identities and lengths
     are -1, written once too). Numba-parallel: hold the caller's guard where
     worker threads run numba too.
+
+    With ``staged``, the placed columns (the score and ends, or with
+    traceback every per-pair column and the operation count) go into one
+    int32 row a pair (``batch_ops.place_rows``), made columns at
+    :meth:`finish`: a pair's scattered stores touch one or two cache lines
+    instead of one a column, at the cost of a pass over them at the end and
+    of both forms held at once there.
     """
 
-    def __init__(self, rows: int, cols: int | None = None, traceback: bool = True) -> None:
+    def __init__(self, rows: int, cols: int | None = None, traceback: bool = True,
+                 staged: bool = False) -> None:
         self.n = rows
         self.traceback = traceback
         self.triangle = cols is None
         self.ncols = rows if cols is None else cols
         total = rows * (rows - 1) // 2 if cols is None else rows * cols
         template = PairBatch.empty()
-        self.cols = {name: np.empty(total, getattr(template, name).dtype) for name in _COLUMNS}
-        self.counts = np.zeros(total, np.int64)
+        self.staged_names = (_STAGED_TRACEBACK if traceback else _STAGED) if staged else ()
+        self.cols = {name: np.empty(total, getattr(template, name).dtype) for name in _COLUMNS
+                     if name not in self.staged_names}
+        #: staged: a row a pair, the count last with traceback (see place_rows)
+        self.rows = (np.empty((total, len(self.staged_names) + traceback), np.int32)
+                     if staged else None)
+        self.counts = None if staged else np.zeros(total, np.int64)
         self._known = False
         self.ops: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         #: (ranks, DeviceOps) of batches whose operations are on a device
@@ -276,16 +293,33 @@ class Placement:
             for k in ("query_begin", "target_begin", "identities", "length"):
                 batch_ops.fill(c[k], c[k].dtype.type(-1))
 
+    def _unstage(self) -> None:
+        """The staged rows (``staged``) as columns, the counts among them."""
+        from .kernels import batch_ops
+
+        if self.rows is None:
+            return
+        out = np.empty(self.rows.shape[::-1], np.int32)
+        batch_ops.transpose(self.rows, out)
+        self.rows = None
+        for name, column in zip(self.staged_names, out):
+            self.cols[name] = column
+        self.counts = out[-1] if self.traceback else np.zeros(out.shape[1], np.int64)
+
     def add(self, batch: PairBatch) -> None:
         """Put ``batch``'s pairs (input indices) in place."""
         from .kernels import batch_ops
 
         self._known_columns()
         pos = np.empty(len(batch), np.int64)
-        c = self.cols
-        batch_ops.place(self.n, self.ncols, self.triangle, self.traceback,
-                        *(getattr(batch, k) for k in _COLUMNS), batch.op_offsets,
-                        *(c[k] for k in _COLUMNS[2:]), self.counts, pos)
+        columns = [getattr(batch, k) for k in _COLUMNS]
+        if self.rows is not None:
+            batch_ops.place_rows(self.n, self.ncols, self.triangle, self.traceback, *columns,
+                                 batch.op_offsets, self.rows, pos)
+        else:
+            c = self.cols
+            batch_ops.place(self.n, self.ncols, self.triangle, self.traceback, *columns,
+                            batch.op_offsets, *(c[k] for k in _COLUMNS[2:]), self.counts, pos)
         device = getattr(batch, "device_ops", None)
         if device is not None:
             self.device_ops.append((pos, device))
@@ -302,8 +336,10 @@ class Placement:
         from .kernels import batch_ops
 
         self._known_columns()
+        self._unstage()
         if not self.ops and not self.device_ops:  # score only: no pass over the counts
-            return PairBatch(**self.cols, op_offsets=np.zeros(len(self.counts) + 1, np.int64),
+            return PairBatch(**self.cols,
+                             op_offsets=np.zeros(len(self.cols["query"]) + 1, np.int64),
                              op_code=np.zeros(0, np.uint8), op_len=np.zeros(0, np.int32))
         offsets = np.empty(len(self.counts) + 1, np.int64)
         batch_ops.prefix_sums(self.counts, offsets)

@@ -84,11 +84,17 @@ def test_iter_all_reports_predicted_and_measured(recs):
 
 @pytest.mark.parametrize("traceback", [True, False])
 @pytest.mark.parametrize("targets", [False, True])
-def test_placement_rebuilds_a_batch_from_shuffled_pieces(recs, traceback, targets):
+@pytest.mark.parametrize("staged", [False, True])
+def test_placement_rebuilds_a_batch_from_shuffled_pieces(recs, traceback, targets, staged,
+                                                         monkeypatch):
     """Pieces of a batch, shuffled and cut anywhere, placed back by position
-    (all-vs-all or queries against targets, with traceback or scores only);
-    the indices every pair gets are those of input order, row-major."""
+    (all-vs-all or queries against targets, with traceback or scores only,
+    the columns placed as they are or as a row a pair: ``staged``); the
+    indices every pair gets are those of input order, row-major."""
+    from pairalign import engine
     from pairalign.engine import placement
+
+    monkeypatch.setattr(engine, "STAGED_PLACEMENT", staged)
 
     other = (pairalign.sequences.records_from_python(recs.sequences[:23], ids=recs.ids[:23])
              if targets else None)
@@ -106,8 +112,13 @@ def test_placement_rebuilds_a_batch_from_shuffled_pieces(recs, traceback, target
     for piece in np.split(perm, cuts):
         place.add(ref.take(piece))
     got = place.finish()
+    assert place.rows is None and place.staged_names == (
+        () if not staged else ("score", "query_end", "target_end") if not traceback
+        else ("score", "query_begin", "query_end", "target_begin", "target_end", "identities",
+              "length"))
     for name in ref.__dataclass_fields__:
         assert np.array_equal(getattr(ref, name), getattr(got, name)), name
+        assert getattr(got, name).dtype == getattr(ref, name).dtype, name
 
 
 class _HostArray(np.ndarray):
@@ -144,16 +155,35 @@ class _FakeDevice:
         return code, length
 
 
+@pytest.mark.parametrize("mode, traceback", [("local", True), ("global", False)])
+def test_run_job_with_a_staged_placement_gives_the_same_batch(recs, mode, traceback,
+                                                              monkeypatch):
+    """run_job places its windows' pairs as rows a pair (STAGED_PLACEMENT)
+    and gives every column as the columns' placement does."""
+    from pairalign import engine
+
+    be, job = _job(recs, None, mode, make_scoring(recs.alphabet), traceback, "cpu", None, None)
+    ref = run_job(job, be, width=16)
+    monkeypatch.setattr(engine, "STAGED_PLACEMENT", True)
+    got = run_job(job, be, width=16)
+    for name in ref.__dataclass_fields__:
+        assert np.array_equal(getattr(ref, name), getattr(got, name)), name
+
+
 @pytest.mark.parametrize("room", [True, False])
-def test_placement_takes_operations_left_on_a_device(recs, room):
+@pytest.mark.parametrize("staged", [False, True])
+def test_placement_takes_operations_left_on_a_device(recs, room, staged, monkeypatch):
     """Pieces whose operations stayed on a device beside pieces on the host,
     shuffled: one call places the device's, the host's go in after, and a
     device piece brought to the host (``on_host``) or sized (``nbytes``)
     is the host piece it stands for. Where the device has not the memory to
     place them (``room`` False), its pieces come to the host and are placed
-    there with the others."""
+    there with the others; the same with the columns staged as rows."""
+    from pairalign import engine
     from pairalign.engine import placement
     from pairalign.pairs import DeviceOps, DevicePairBatch, on_host
+
+    monkeypatch.setattr(engine, "STAGED_PLACEMENT", staged)
 
     be, job = _job(recs, None, "local", make_scoring(recs.alphabet), True, "cpu", None, None)
     ref = run_job(job, be)

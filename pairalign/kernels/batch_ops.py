@@ -15,6 +15,12 @@ from ._numba_cache import drop_stale
 drop_stale()
 
 
+@njit(inline="always")
+def _rank(a, b, n, ncols, triangle):
+    """Pair (a, b)'s rank in input order: row-major, ``a < b`` in a triangle."""
+    return a * (2 * n - a - 1) // 2 + (b - a - 1) if triangle else a * ncols + b
+
+
 @njit(cache=True, parallel=True, nogil=True, boundscheck=False)
 def place(n, ncols, triangle, traceback, q, t, score, qb, qe, tb, te, ident, length, op_off,
           o_score, o_qb, o_qe, o_tb, o_te, o_ident, o_length, counts, pos):
@@ -22,9 +28,7 @@ def place(n, ncols, triangle, traceback, q, t, score, qb, qe, tb, te, ident, len
     the score and the ends (the rest is -1 and no operations). The indices
     follow from the rank: :func:`pair_indices`."""
     for k in prange(q.shape[0]):
-        a = q[k]
-        b = t[k]
-        p = a * (2 * n - a - 1) // 2 + (b - a - 1) if triangle else a * ncols + b
+        p = _rank(q[k], t[k], n, ncols, triangle)
         pos[k] = p
         o_score[p] = score[k]
         o_qe[p] = qe[k]
@@ -35,6 +39,38 @@ def place(n, ncols, triangle, traceback, q, t, score, qb, qe, tb, te, ident, len
             o_ident[p] = ident[k]
             o_length[p] = length[k]
             counts[p] = op_off[k + 1] - op_off[k]
+
+
+@njit(cache=True, parallel=True, nogil=True, boundscheck=False)
+def place_rows(n, ncols, triangle, traceback, q, t, score, qb, qe, tb, te, ident, length,
+               op_off, rows, pos):
+    """:func:`place` into one row a rank (``rows``, int32): the score and the
+    ends, or with ``traceback`` the score, begins and ends, identities,
+    length and operation count, so that a pair's scattered stores touch one
+    cache line or two instead of one a column."""
+    for k in prange(q.shape[0]):
+        p = _rank(q[k], t[k], n, ncols, triangle)
+        pos[k] = p
+        rows[p, 0] = score[k]
+        if traceback:
+            rows[p, 1] = qb[k]
+            rows[p, 2] = qe[k]
+            rows[p, 3] = tb[k]
+            rows[p, 4] = te[k]
+            rows[p, 5] = ident[k]
+            rows[p, 6] = length[k]
+            rows[p, 7] = op_off[k + 1] - op_off[k]
+        else:
+            rows[p, 1] = qe[k]
+            rows[p, 2] = te[k]
+
+
+@njit(cache=True, parallel=True, nogil=True, boundscheck=False)
+def transpose(rows, out):
+    """``out[j, p] = rows[p, j]``: :func:`place_rows`'s rows as columns."""
+    for p in prange(rows.shape[0]):
+        for j in range(rows.shape[1]):
+            out[j, p] = rows[p, j]
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
