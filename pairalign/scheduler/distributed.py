@@ -235,10 +235,11 @@ def plan_distributed(job: Job, client, backend=None, max_memory: int = 4 << 30,
     elif width is not None:
         w = width
     elif gpus:
-        from ..kernels.gpu_backend import MAX_WIDTH
+        from ..kernels.gpu_backend import widest_window
 
-        n = max(len(job.rows), len(job.col_set))
-        w = min(MAX_WIDTH, -(-n // BLOCK) * BLOCK)
+        # one worker's width: the wider windows of several GPUs were measured
+        # in one process only (gpu_backend.MAX_WIDTH_SEVERAL)
+        w = widest_window(len(job.rows), len(job.col_set), job.triangle)
     else:
         from ..kernels.cpu_backend import CPUBackend
 
