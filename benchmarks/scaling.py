@@ -26,9 +26,14 @@ prints the consumer's own seconds (the checksum) and the cost model's predicted
 seconds. ``--buffer`` sets how many results may wait for the consumer;
 ``--consumer place`` puts the batches in input order as ``run_job`` does
 (numba's parallel passes in the consumer's thread, beside the workers', on its
-share of the cores), instead of only hashing them; ``place-all`` does so on
-all of the consumer thread's numba threads, ``place-staged`` with the columns
-staged as a row a pair (``engine.STAGED_PLACEMENT``). The checksum of all pairs (query, target,
+share of the cores; staged as a row a pair where several GPUs run, the known
+columns on a thread of their own), instead of only hashing them. Suffixes
+change one setting of ``place`` each, combined as in ``place-staged-all``:
+``-all`` the consumer's numba passes on all of its thread's numba threads
+(``engine.SHARE_CORES_WITH_WORKERS`` off), ``-staged`` / ``-columns`` the
+columns always / never staged (``engine.STAGED_PLACEMENT``), ``-serial`` the
+known columns written before the first batch is placed
+(``engine.KNOWN_COLUMNS_BESIDE`` off). The checksum of all pairs (query, target,
 score) must be the same for every count.
 
 On a machine without a GPU the script says so and exits 0.
@@ -73,11 +78,9 @@ def checksum(batch) -> tuple[int, int]:
 def run(job, backend=None, client=None, buffer=None, consumer="checksum") -> dict:
     """One run of ``job``; ``consumer`` ``checksum`` (each batch hashed as it
     comes), ``place`` (each batch put in input order as ``run_job`` does,
-    :func:`pairalign.engine.assemble`, and hashed after the clock stops),
-    ``place-all`` (the same with the consumer's numba passes on all its
-    threads: ``engine.SHARE_CORES_WITH_WORKERS`` off) or ``place-staged``
-    (``place`` with its columns staged as a row a pair:
-    ``engine.STAGED_PLACEMENT``)."""
+    :func:`pairalign.engine.assemble`, and hashed after the clock stops) or
+    ``place`` with suffixes that change its settings (see the module's
+    docstring)."""
     from pairalign import engine
 
     timings: dict = {}
@@ -87,17 +90,26 @@ def run(job, backend=None, client=None, buffer=None, consumer="checksum") -> dic
                                   device_ops=placing and client is None)
     if placing:
         spent: dict = {}
-        share, staged = engine.SHARE_CORES_WITH_WORKERS, engine.STAGED_PLACEMENT
-        engine.SHARE_CORES_WITH_WORKERS = consumer != "place-all"
-        engine.STAGED_PLACEMENT = consumer == "place-staged"
+        settings = ("SHARE_CORES_WITH_WORKERS", "STAGED_PLACEMENT", "KNOWN_COLUMNS_BESIDE")
+        saved = {k: getattr(engine, k) for k in settings}
+        kinds = consumer.split("-")[1:]
+        if "all" in kinds:
+            engine.SHARE_CORES_WITH_WORKERS = False
+        if "staged" in kinds or "columns" in kinds:
+            engine.STAGED_PLACEMENT = "staged" in kinds
+        if "serial" in kinds:
+            engine.KNOWN_COLUMNS_BESIDE = False
         try:
-            out = engine.assemble(job, batches, spent)
+            out = engine.assemble(job, batches, spent,
+                                  workers=engine.run_workers(backend, client))
         finally:
-            engine.SHARE_CORES_WITH_WORKERS, engine.STAGED_PLACEMENT = share, staged
+            for k, v in saved.items():
+                setattr(engine, k, v)
         wall = time.perf_counter() - t
         s, x = checksum(out)
         return {"wall": wall, "pairs": len(out), "checksum": f"{s:016x}{x:016x}",
-                "timings": timings, "consumer": spent["order"]}
+                "timings": timings, "consumer": spent["order"],
+                "placement": spent["placement"]}
     pairs = 0
     s = x = 0
     spent_s = 0.0  # seconds the consumer spent on batches (the checksum)
@@ -128,10 +140,9 @@ def main() -> int:
                          "GPU count (default the engine's, 2 x GPUs + 2)")
     ap.add_argument("--consumer", default="checksum",
                     help="checksum (each batch hashed as it comes), place (put in input "
-                         "order as run_job does), place-all (the same, the consumer's "
-                         "numba passes on all its threads rather than its share beside the "
-                         "workers) and/or place-staged (place, the columns staged as a row a "
-                         "pair), comma-separated: each runs every GPU count")
+                         "order as run_job does), place with suffixes -all, -staged, "
+                         "-columns, -serial (e.g. place-staged-all: see above), "
+                         "comma-separated: each runs every GPU count")
     ap.add_argument("--json", default=None, help="write the results to this file")
     args = ap.parse_args()
 
@@ -198,7 +209,10 @@ def main() -> int:
             print(f"{k} GPU(s), {consumer}, buffer {buffer or 'default'}: {r['wall']:.2f} s, "
                   f"{cells / r['wall'] / 1e9:.1f} GCUPS, {sched['windows']} windows "
                   f"({sched['planned_windows']} planned), {sched['failures']} failures, "
-                  f"consumer {r['consumer']:.2f} s, predicted {r['timings']['predicted']} "
+                  f"consumer {r['consumer']:.2f} s"
+                  + (" (" + ", ".join(f"{k} {v:.2f}" for k, v in r["placement"].items()) + ")"
+                     if "placement" in r else "")
+                  + f", predicted {r['timings']['predicted']} "
                   f"({sched.get('model')})", flush=True)
 
     if args.dask:

@@ -178,34 +178,50 @@ def _in_input_order(job: Job, batch: PairBatch) -> PairBatch:
 
 #: Placements stage their columns as a row a pair (``Placement(staged=True)``),
 #: columns again at the end: one or two cache lines a pair's scattered
-#: stores instead of one a column, for a pass over the rows at the end. Off:
-#: not yet measured where it would count, a consumer that bounds several
-#: GPUs (four H200s, score-only at 3e13 cells: 2.42 s of placing in a
-#: 2.64 s run, 2.62x one GPU; NOTES.md, v33); on one GPU its pass at the
-#: end would lengthen the run. ``benchmarks/scaling.py --consumer
-#: place,place-staged`` is its A/B on the device, ``benchmarks/placement.py``
-#: the placement alone. Where it becomes the default, streaming.PAIR_BYTES
-#: must count the rows held beside the columns at the end (12 bytes a pair,
-#: 32 with traceback).
-STAGED_PLACEMENT = False
+#: stores instead of one a column, for a pass over the rows at the end.
+#: ``None``: staged where several workers share the run, whose consumer
+#: bounds it otherwise (four H200s, score-only at 3e13 cells, ``benchmarks/
+#: scaling.py --consumer place,place-staged``: 1.99 s staged against 2.37 s,
+#: 3.67x one GPU against 3.02x); one GPU keeps the columns, whose consumer
+#: keeps up and which the pass at the end would only lengthen (7.31 s
+#: staged against 7.17 s; NOTES.md, v34). True or False: always, never.
+STAGED_PLACEMENT: bool | None = None
+#: A placement writes the columns known from the ranks alone (the indices,
+#: and the -1 columns without traceback: 32 bytes a pair) on a thread of its
+#: own beside the placing, instead of before its first batch while the
+#: workers wait (``Placement(guard=...)``).
+KNOWN_COLUMNS_BESIDE = True
 
 
-def placement(job: Job) -> Placement:
-    """An empty :class:`~pairalign.pairs.Placement` for the pairs of ``job``
-    (staged as STAGED_PLACEMENT says)."""
+def staged_placement(workers: int) -> bool:
+    """Whether a placement for a run of ``workers`` workers stages its
+    columns (:data:`STAGED_PLACEMENT`)."""
+    return workers > 1 if STAGED_PLACEMENT is None else bool(STAGED_PLACEMENT)
+
+
+def placement(job: Job, workers: int = 1) -> Placement:
+    """An empty :class:`~pairalign.pairs.Placement` for the pairs of ``job``,
+    for a run of ``workers`` workers (staged as :func:`staged_placement`
+    says; its known columns beside the placing as
+    :data:`KNOWN_COLUMNS_BESIDE` says)."""
     return Placement(len(job.rows), None if job.triangle else len(job.cols), job.traceback,
-                     staged=STAGED_PLACEMENT)
+                     staged=staged_placement(workers),
+                     guard=_NUMBA if KNOWN_COLUMNS_BESIDE else None)
 
 
-def assemble(job: Job, batches: Iterable[PairBatch], spent: dict | None = None) -> PairBatch:
+def assemble(job: Job, batches: Iterable[PairBatch], spent: dict | None = None,
+             workers: int = 1) -> PairBatch:
     """Every pair of ``job`` in input order, from batches (input indices, as
-    :func:`iter_windows` yields them) that hold each pair once.
+    :func:`iter_windows` yields them) that hold each pair once, for a run
+    of ``workers`` workers (:func:`placement`).
 
     Each batch's columns are put in place as it comes, while later windows
     run; the operations once all are in. ``spent`` receives ``order`` (seconds
-    spent placing) and ``finish`` (the clock when the last batch came).
+    spent placing), ``finish`` (the clock when the last batch came) and
+    ``placement`` (the placement's own seconds by part:
+    :attr:`~pairalign.pairs.Placement.spent`).
     """
-    place = placement(job)
+    place = placement(job, workers)
     placing = 0.0
     for batch in batches:
         t = time.perf_counter()
@@ -218,7 +234,14 @@ def assemble(job: Job, batches: Iterable[PairBatch], spent: dict | None = None) 
     if spent is not None:
         spent["order"] = placing + time.perf_counter() - finish
         spent["finish"] = finish
+        spent["placement"] = dict(place.spent)
     return out
+
+
+def run_workers(backend, client=None) -> int:
+    """How many workers a local run of ``backend`` has (one where ``client``
+    runs it: its results come to one consumer as a local run's do)."""
+    return 1 if client is not None else len(worker_backends(backend))
 
 
 def _sorted_by_rank(job: Job, batch: PairBatch) -> PairBatch:
@@ -1065,7 +1088,7 @@ def run_job(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
     out = assemble(job, iter_windows(job, backend, max_memory=max_memory, width=width,
                                      progress=progress, timings=inner, client=client,
                                      device_ops=True),
-                   spent)
+                   spent, workers=run_workers(backend, client))
     if timings is not None:
         timings["windows"] = timings.get("windows", 0.0) + spent["finish"] - clock
         timings["order"] = timings.get("order", 0.0) + spent["order"]

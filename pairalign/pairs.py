@@ -6,6 +6,8 @@ imported at the first call: importing this module does not start numba.
 
 from __future__ import annotations
 
+import threading
+import time
 from dataclasses import dataclass, fields, replace
 
 import numpy as np
@@ -255,10 +257,17 @@ class Placement:
     :meth:`finish`: a pair's scattered stores touch one or two cache lines
     instead of one a column, at the cost of a pass over them at the end and
     of both forms held at once there.
+
+    With ``guard`` (a context manager: the caller's numba guard), the
+    columns known from the ranks alone are written on a thread of their own
+    from the first batch on, beside the placing, under the guard, instead of
+    before the first batch is placed (a run's workers wait for the consumer
+    meanwhile). ``spent`` holds the seconds of each part: ``known``,
+    ``add``, ``finish`` (with ``guard``, ``known`` ran beside the others).
     """
 
     def __init__(self, rows: int, cols: int | None = None, traceback: bool = True,
-                 staged: bool = False) -> None:
+                 staged: bool = False, guard=None) -> None:
         self.n = rows
         self.traceback = traceback
         self.triangle = cols is None
@@ -273,25 +282,52 @@ class Placement:
                      if staged else None)
         self.counts = None if staged else np.zeros(total, np.int64)
         self._known = False
+        self._guard = guard
+        self._known_thread: threading.Thread | None = None
+        self._known_error: BaseException | None = None
+        self.spent = {"known": 0.0, "add": 0.0, "finish": 0.0}
         self.ops: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         #: (ranks, DeviceOps) of batches whose operations are on a device
         self.device_ops: list[tuple[np.ndarray, DeviceOps]] = []
 
-    def _known_columns(self) -> None:
+    def _write_known(self) -> None:
         """The columns that need no batch: the indices of each rank, and the
-        -1 columns without traceback. Written at the first batch, while the
-        windows after it run (where the main thread has time to spare: at
-        the end of a large run it does not)."""
+        -1 columns without traceback."""
         from .kernels import batch_ops
 
-        if self._known:
-            return
-        self._known = True
+        t = time.perf_counter()
         c = self.cols
         batch_ops.pair_indices(self.n, self.ncols, self.triangle, c["query"], c["target"])
         if not self.traceback:
             for k in ("query_begin", "target_begin", "identities", "length"):
                 batch_ops.fill(c[k], c[k].dtype.type(-1))
+        self.spent["known"] += time.perf_counter() - t
+
+    def _write_known_guarded(self) -> None:
+        try:
+            with self._guard:
+                self._write_known()
+        except BaseException as e:  # raised again by _known_columns(wait=True)
+            self._known_error = e
+
+    def _known_columns(self, wait: bool = False) -> None:
+        """:meth:`_write_known` once, at the first batch, while the windows
+        after it run (where the main thread has time to spare: at the end of
+        a large run it does not); on a thread of its own with ``guard``.
+        ``wait``: return once they are written."""
+        if not self._known:
+            self._known = True
+            if self._guard is None:
+                self._write_known()
+            else:
+                self._known_thread = threading.Thread(target=self._write_known_guarded,
+                                                      name="pairalign-known", daemon=True)
+                self._known_thread.start()
+        if wait and self._known_thread is not None:
+            self._known_thread.join()
+            self._known_thread = None
+            if self._known_error is not None:
+                raise self._known_error
 
     def _unstage(self) -> None:
         """The staged rows (``staged``) as columns, the counts among them."""
@@ -310,6 +346,7 @@ class Placement:
         """Put ``batch``'s pairs (input indices) in place."""
         from .kernels import batch_ops
 
+        t = time.perf_counter()
         self._known_columns()
         pos = np.empty(len(batch), np.int64)
         columns = [getattr(batch, k) for k in _COLUMNS]
@@ -325,6 +362,7 @@ class Placement:
             self.device_ops.append((pos, device))
         elif self.traceback and len(batch.op_code):
             self.ops.append((pos, batch.op_offsets, batch.op_code, batch.op_len))
+        self.spent["add"] += time.perf_counter() - t
 
     def finish(self) -> PairBatch:
         """Every pair in input order. Operations left on a device are placed
@@ -333,9 +371,16 @@ class Placement:
         ones), the others are placed on the host after it. Where the device
         has not the memory to place them all (``owner.can_place_ops``), its
         operations come to the host as they are and are placed there too."""
+        t = time.perf_counter()
+        try:
+            return self._finish()
+        finally:
+            self.spent["finish"] += time.perf_counter() - t
+
+    def _finish(self) -> PairBatch:
         from .kernels import batch_ops
 
-        self._known_columns()
+        self._known_columns(wait=True)
         self._unstage()
         if not self.ops and not self.device_ops:  # score only: no pass over the counts
             return PairBatch(**self.cols,

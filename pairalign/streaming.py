@@ -17,12 +17,21 @@ from typing import Iterator
 import numpy as np
 
 from .engine import (_NUMBA, DEFAULT_MAX_MEMORY, assemble, iter_windows, pair_rank,
-                     placement)
+                     placement, run_workers, staged_placement)
 from .job import Job
 from .pairs import PairBatch, on_host
 
 #: Bytes of results held per pair, besides its operations (a rough measure).
 PAIR_BYTES = 64
+#: Bytes more a pair while a staged placement turns its rows into columns
+#: (both held at once; :func:`pairalign.engine.staged_placement`).
+STAGED_PAIR_BYTES = {False: 12, True: 32}
+
+
+def placement_bytes(job: Job, workers: int = 1) -> int:
+    """Host bytes a pair of ``job`` takes at most while placed in memory
+    (besides its operations), for a run of ``workers`` workers."""
+    return PAIR_BYTES + (STAGED_PAIR_BYTES[job.traceback] if staged_placement(workers) else 0)
 #: Bytes per alignment operation (code and run length).
 OP_BYTES = 5
 
@@ -61,7 +70,9 @@ def in_input_order(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
     # while the results fit, each window's pairs also go into place as it
     # comes (overlapping the windows still running), operations left on the
     # device where it can; past the budget, buckets
-    place = placement(job) if PAIR_BYTES * job.pairs <= bucket_bytes else None
+    workers = run_workers(backend, client)
+    fits = placement_bytes(job, workers) * job.pairs <= bucket_bytes
+    place = placement(job, workers) if fits else None
     windows = iter_windows(job, backend, max_memory=max_memory, width=width,
                            progress=progress, client=client, timings=timings,
                            device_ops=place is not None)
@@ -78,7 +89,7 @@ def in_input_order(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
                 place.add(batch)
     else:
         if place is None:
-            yield assemble(job, held)
+            yield assemble(job, held, workers=workers)
         else:
             held.clear()
             with _NUMBA:

@@ -170,6 +170,93 @@ def test_run_job_with_a_staged_placement_gives_the_same_batch(recs, mode, traceb
         assert np.array_equal(getattr(ref, name), getattr(got, name)), name
 
 
+def test_placement_stages_where_several_workers_run(monkeypatch):
+    """By default a placement stages its columns for a run of several
+    workers only; STAGED_PLACEMENT True or False holds for any run."""
+    from pairalign import engine
+
+    monkeypatch.setattr(engine, "STAGED_PLACEMENT", None)
+    assert [engine.staged_placement(k) for k in (1, 2, 4)] == [False, True, True]
+    for forced in (True, False):
+        monkeypatch.setattr(engine, "STAGED_PLACEMENT", forced)
+        assert [engine.staged_placement(k) for k in (1, 4)] == [forced, forced]
+
+
+@pytest.mark.parametrize("beside", [True, False])
+def test_run_job_of_two_workers_stages_and_gives_one_workers_batch(recs, beside,
+                                                                   monkeypatch):
+    """run_job over two CPU workers places their pairs staged (the default
+    for several workers), its known columns written beside the placing or
+    before it (KNOWN_COLUMNS_BESIDE), and gives one worker's batch, every
+    column; the run's placement reports its parts."""
+    from pairalign import engine
+    from pairalign.kernels.cpu_backend import CPUBackend
+    from pairalign.pairs import Placement
+
+    made = []
+
+    class Recorded(Placement):
+        def __init__(self, *args, **kw):
+            super().__init__(*args, **kw)
+            made.append(self)
+
+    monkeypatch.setattr(engine, "STAGED_PLACEMENT", None)
+    monkeypatch.setattr(engine, "KNOWN_COLUMNS_BESIDE", beside)
+    monkeypatch.setattr(engine, "Placement", Recorded)
+    for traceback in (True, False):
+        be, job = _job(recs, None, "local", make_scoring(recs.alphabet), traceback, "cpu",
+                       None, None)
+        ref = run_job(job, be, width=16)
+        assert made[-1].staged_names == ()
+        timings: dict = {}
+        got = run_job(job, [CPUBackend(threads=1), CPUBackend(threads=1)], width=16,
+                      timings=timings)
+        assert made[-1].staged_names and made[-1].rows is None
+        assert (made[-1]._guard is not None) == beside
+        assert set(made[-1].spent) == {"known", "add", "finish"}
+        assert made[-1].spent["known"] > 0 and made[-1].spent["add"] > 0
+        for name in ref.__dataclass_fields__:
+            assert np.array_equal(getattr(ref, name), getattr(got, name)), name
+
+
+def test_known_columns_written_beside_raise_their_error_at_finish(recs):
+    """Where the thread that writes the known columns fails, finish raises
+    its error instead of giving columns it did not write."""
+    from pairalign.pairs import Placement
+
+    class Failing:
+        def __enter__(self):
+            raise RuntimeError("no numba here")
+
+        def __exit__(self, *exc):
+            return False
+
+    be, job = _job(recs, None, "local", make_scoring(recs.alphabet), False, "cpu", None, None)
+    ref = run_job(job, be)
+    place = Placement(len(job.rows), None, False, guard=Failing())
+    place.add(ref)
+    with pytest.raises(RuntimeError, match="no numba here"):
+        place.finish()
+
+
+def test_placement_bytes_count_the_staged_rows(recs, monkeypatch):
+    """A placement's bytes a pair count the rows held beside the columns at
+    the end where it stages them (several workers), and only there."""
+    from pairalign import engine
+    from pairalign.streaming import PAIR_BYTES, STAGED_PAIR_BYTES, placement_bytes
+
+    monkeypatch.setattr(engine, "STAGED_PLACEMENT", None)
+    for traceback in (True, False):
+        _, job = _job(recs, None, "local", make_scoring(recs.alphabet), traceback, "cpu",
+                      None, None)
+        assert placement_bytes(job, 1) == PAIR_BYTES
+        assert placement_bytes(job, 2) == PAIR_BYTES + STAGED_PAIR_BYTES[traceback]
+        # what the rows take: an int32 a staged column, and the count with traceback
+        place = engine.placement(job, 2)
+        per_row = place.rows.nbytes // place.rows.shape[0]
+        assert per_row == STAGED_PAIR_BYTES[traceback]
+
+
 @pytest.mark.parametrize("room", [True, False])
 @pytest.mark.parametrize("staged", [False, True])
 def test_placement_takes_operations_left_on_a_device(recs, room, staged, monkeypatch):
