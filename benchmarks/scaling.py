@@ -26,14 +26,13 @@ prints the consumer's own seconds (the checksum) and the cost model's predicted
 seconds. ``--buffer`` sets how many results may wait for the consumer;
 ``--consumer place`` puts the batches in input order as ``run_job`` does
 (numba's parallel passes in the consumer's thread, beside the workers', on its
-share of the cores; staged as a row a pair where several GPUs run, the known
-columns on a thread of their own), instead of only hashing them. Suffixes
+share of the cores; staged as a row a pair where several GPUs run), instead of only hashing them. Suffixes
 change one setting of ``place`` each, combined as in ``place-staged-all``:
 ``-all`` the consumer's numba passes on all of its thread's numba threads
 (``engine.SHARE_CORES_WITH_WORKERS`` off), ``-staged`` / ``-columns`` the
-columns always / never staged (``engine.STAGED_PLACEMENT``), ``-serial`` the
-known columns written before the first batch is placed
-(``engine.KNOWN_COLUMNS_BESIDE`` off). The checksum of all pairs (query, target,
+columns always / never staged (``engine.STAGED_PLACEMENT``), ``-beside`` /
+``-serial`` the known columns written on a thread of their own beside the
+placing / before the first batch is placed (``engine.KNOWN_COLUMNS_BESIDE``). The checksum of all pairs (query, target,
 score) must be the same for every count.
 
 On a machine without a GPU the script says so and exits 0.
@@ -86,8 +85,22 @@ def run(job, backend=None, client=None, buffer=None, consumer="checksum") -> dic
     timings: dict = {}
     placing = consumer.startswith("place")
     t = time.perf_counter()
-    batches = engine.iter_windows(job, backend, timings=timings, client=client, buffer=buffer,
-                                  device_ops=placing and client is None)
+    arrivals: list[tuple[float, float]] = []  # (asked, got) per batch, from t
+
+    def watched(batches):
+        it = iter(batches)
+        while True:
+            asked = time.perf_counter()
+            try:
+                b = next(it)
+            except StopIteration:
+                return
+            arrivals.append((asked - t, time.perf_counter() - t))
+            yield b
+
+    batches = watched(engine.iter_windows(job, backend, timings=timings, client=client,
+                                          buffer=buffer,
+                                          device_ops=placing and client is None))
     if placing:
         spent: dict = {}
         settings = ("SHARE_CORES_WITH_WORKERS", "STAGED_PLACEMENT", "KNOWN_COLUMNS_BESIDE")
@@ -97,8 +110,8 @@ def run(job, backend=None, client=None, buffer=None, consumer="checksum") -> dic
             engine.SHARE_CORES_WITH_WORKERS = False
         if "staged" in kinds or "columns" in kinds:
             engine.STAGED_PLACEMENT = "staged" in kinds
-        if "serial" in kinds:
-            engine.KNOWN_COLUMNS_BESIDE = False
+        if "serial" in kinds or "beside" in kinds:
+            engine.KNOWN_COLUMNS_BESIDE = "beside" in kinds
         try:
             out = engine.assemble(job, batches, spent,
                                   workers=engine.run_workers(backend, client))
@@ -109,7 +122,7 @@ def run(job, backend=None, client=None, buffer=None, consumer="checksum") -> dic
         s, x = checksum(out)
         return {"wall": wall, "pairs": len(out), "checksum": f"{s:016x}{x:016x}",
                 "timings": timings, "consumer": spent["order"],
-                "placement": spent["placement"]}
+                "placement": spent["placement"], "arrivals": _arrivals(arrivals, wall)}
     pairs = 0
     s = x = 0
     spent_s = 0.0  # seconds the consumer spent on batches (the checksum)
@@ -122,7 +135,22 @@ def run(job, backend=None, client=None, buffer=None, consumer="checksum") -> dic
         spent_s += time.perf_counter() - c
     wall = time.perf_counter() - t
     return {"wall": wall, "pairs": pairs, "checksum": f"{s:016x}{x:016x}", "timings": timings,
-            "consumer": spent_s}
+            "consumer": spent_s, "arrivals": _arrivals(arrivals, wall)}
+
+
+def _arrivals(arrivals: list[tuple[float, float]], wall: float) -> dict:
+    """When the consumer got its batches (seconds from the run's start):
+    the first and the last, the seconds it waited for them in all, the
+    batches it found waiting (got at once) in the last 0.3 s of the GPU
+    work, and the run's tail after the last batch came."""
+    if not arrivals:
+        return {}
+    last = arrivals[-1][1]
+    return {"first": arrivals[0][1], "last": last,
+            "waited": sum(got - asked for asked, got in arrivals),
+            "queued_at_end": sum(1 for asked, got in arrivals
+                                 if got > last - 0.3 and got - asked < 1e-4),
+            "tail": wall - last}
 
 
 def main() -> int:
@@ -141,7 +169,7 @@ def main() -> int:
     ap.add_argument("--consumer", default="checksum",
                     help="checksum (each batch hashed as it comes), place (put in input "
                          "order as run_job does), place with suffixes -all, -staged, "
-                         "-columns, -serial (e.g. place-staged-all: see above), "
+                         "-columns, -beside, -serial (e.g. place-staged-all: see above), "
                          "comma-separated: each runs every GPU count")
     ap.add_argument("--json", default=None, help="write the results to this file")
     args = ap.parse_args()
@@ -212,6 +240,8 @@ def main() -> int:
                   f"consumer {r['consumer']:.2f} s"
                   + (" (" + ", ".join(f"{k} {v:.2f}" for k, v in r["placement"].items()) + ")"
                      if "placement" in r else "")
+                  + (", batches " + ", ".join(f"{k} {v:.3g}" for k, v in r["arrivals"].items())
+                     if r.get("arrivals") else "")
                   + f", predicted {r['timings']['predicted']} "
                   f"({sched.get('model')})", flush=True)
 
@@ -268,7 +298,8 @@ def main() -> int:
                  "consumer_kind": r.get("consumer_kind", "checksum"),
                  "wall": r["wall"], "consumer": r["consumer"],
                  "predicted": r["timings"].get("predicted"), "checksum": r["checksum"],
-                 "workers": r["timings"]["scheduler"]["workers"]}
+                 "workers": r["timings"]["scheduler"]["workers"],
+                 "placement": r.get("placement"), "arrivals": r.get("arrivals")}
                 for r in results]
         from pairalign.scheduler import cost
 

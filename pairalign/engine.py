@@ -188,9 +188,11 @@ def _in_input_order(job: Job, batch: PairBatch) -> PairBatch:
 STAGED_PLACEMENT: bool | None = None
 #: A placement writes the columns known from the ranks alone (the indices,
 #: and the -1 columns without traceback: 32 bytes a pair) on a thread of its
-#: own beside the placing, instead of before its first batch while the
-#: workers wait (``Placement(guard=...)``).
-KNOWN_COLUMNS_BESIDE = True
+#: own beside the placing (``Placement(guard=...)``), instead of before its
+#: first batch while the workers wait. Off: four H200s, 3e13 cells
+#: score-only, one process, 2.17 s beside against 2.09 s before on four GPUs
+#: and 7.30 against 7.12 s on one (NOTES.md, v34).
+KNOWN_COLUMNS_BESIDE = False
 
 
 def staged_placement(workers: int) -> bool:
@@ -322,9 +324,10 @@ class _ConsumerThreads:
     """Numba threads of the consumer's thread while a run's workers run.
 
     ``apply`` (at each result, in the consumer's thread: the generator's body
-    runs there) sets the thread's share once numba has started; ``restore``
-    gives the thread its own setting back (numba's thread count is per
-    thread).
+    runs there) sets the thread's share once numba has started, and gives
+    the thread its own setting back once no worker runs (``running``
+    False: the results left in the queue are the consumer's alone, on every
+    core); ``restore`` gives it back (numba's thread count is per thread).
     """
 
     def __init__(self, workers: int) -> None:
@@ -332,7 +335,10 @@ class _ConsumerThreads:
         self._saved: tuple[int, int] | None = None  # (thread id, its setting)
         self._applied = not (SHARE_CORES_WITH_WORKERS and workers > 1)
 
-    def apply(self) -> None:
+    def apply(self, running: bool = True) -> None:
+        if not running:
+            self.restore()
+            self._applied = True
         if self._applied:
             return
         self._applied = True
@@ -607,6 +613,11 @@ class _LocalRun:
         self.q.cancel(exc)
         for t in self.threads:
             t.join(timeout=5.0)
+
+    def working(self) -> bool:
+        """Whether any worker (or the CPU fallback) still runs."""
+        with self.lock:
+            return bool(self.alive_threads)
 
     # -- results -------------------------------------------------------------------
     def _post(self, msg) -> None:
@@ -1029,7 +1040,7 @@ def iter_windows(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
             done += len(batch)
             cells_done += item.window.cells
             _call_progress(progress, done, total, cells_done, cells_total)
-            share.apply()
+            share.apply(run.working())
             b = in_input(job, backend, batch)
             if not ordered:
                 yield b

@@ -280,6 +280,9 @@ class Placement:
         #: staged: a row a pair, the count last with traceback (see place_rows)
         self.rows = (np.empty((total, len(self.staged_names) + traceback), np.int32)
                      if staged else None)
+        #: staged: the rows' columns to be, their pages first touched with
+        #: the known columns (not in the pass at the end)
+        self._unstaged = np.empty(self.rows.shape[::-1], np.int32) if staged else None
         self.counts = None if staged else np.zeros(total, np.int64)
         self._known = False
         self._guard = guard
@@ -292,7 +295,9 @@ class Placement:
 
     def _write_known(self) -> None:
         """The columns that need no batch: the indices of each rank, and the
-        -1 columns without traceback."""
+        -1 columns without traceback; staged, the pages of the rows' columns
+        to be touched (zeros), so that the pass at the end does not fault
+        them in."""
         from .kernels import batch_ops
 
         t = time.perf_counter()
@@ -301,6 +306,8 @@ class Placement:
         if not self.traceback:
             for k in ("query_begin", "target_begin", "identities", "length"):
                 batch_ops.fill(c[k], c[k].dtype.type(-1))
+        if self._unstaged is not None:
+            batch_ops.fill(self._unstaged.reshape(-1), np.int32(0))
         self.spent["known"] += time.perf_counter() - t
 
     def _write_known_guarded(self) -> None:
@@ -335,9 +342,9 @@ class Placement:
 
         if self.rows is None:
             return
-        out = np.empty(self.rows.shape[::-1], np.int32)
+        out = self._unstaged
         batch_ops.transpose(self.rows, out)
-        self.rows = None
+        self.rows = self._unstaged = None
         for name, column in zip(self.staged_names, out):
             self.cols[name] = column
         self.counts = out[-1] if self.traceback else np.zeros(out.shape[1], np.int64)

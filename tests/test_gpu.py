@@ -467,3 +467,28 @@ def test_run_left_early_then_again(data_dir):
     next(run)
     run.close()
     assert_same_pairs(run_job(job, be), run_job(job, CPUBackend()))
+
+
+@pytest.mark.parametrize("mode, traceback", [("local", True), ("global", False)])
+def test_dask_cluster_of_gpu_workers_gives_the_cpus_pairs(data_dir, mode, traceback):
+    """Windows as Dask tasks on a LocalCluster of worker processes, one a GPU
+    (up to two): every window runs on a worker's GPU, and the pairs are the
+    CPU backend's."""
+    distributed = pytest.importorskip("dask.distributed")
+    from pairalign.api import _job, make_scoring
+    from pairalign.engine import run_job
+
+    recs = pairalign.read_sequences(data_dir / "adeno_fiber.faa")
+    cpu_be, job = _job(recs, None, mode, make_scoring(recs.alphabet), traceback, "cpu", None,
+                       None)
+    ref = run_job(job, cpu_be)
+    timings: dict = {}
+    with distributed.LocalCluster(n_workers=min(2, gpu_count()), threads_per_worker=1,
+                                  processes=True, dashboard_address=None,
+                                  host="127.0.0.1") as cl, \
+            distributed.Client(cl, timeout=60) as client:
+        got = run_job(job, cpu_be, width=32, client=client, timings=timings)
+    assert_same_pairs(got, ref)
+    workers = timings["scheduler"]["workers"]
+    assert sum(w["pairs"] for w in workers) == len(ref)
+    assert workers and all("/gpu" in w["label"] for w in workers), workers
