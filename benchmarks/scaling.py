@@ -218,8 +218,11 @@ def main() -> int:
             run(wj, [be])
     warm = warm_jobs[-1]
     consumers = args.consumer.split(",")
+    # placing's numba passes compile: those of one worker and of several
+    # (a staged placement's), each consumer as its runs will use it
     for c in dict.fromkeys(c for c in consumers if c.startswith("place")):
-        run(warm, [backends[0]], consumer=c)  # placing's numba passes compile
+        for k in dict.fromkeys((1, max(counts))):
+            run(warm, [backends[d] for d in range(k)], consumer=c)
 
     results = []
     buffers = [None] if not args.buffer else [int(b) for b in args.buffer.split(",")]
