@@ -122,7 +122,8 @@ def run(job, backend=None, client=None, buffer=None, consumer="checksum") -> dic
         s, x = checksum(out)
         return {"wall": wall, "pairs": len(out), "checksum": f"{s:016x}{x:016x}",
                 "timings": timings, "consumer": spent["order"],
-                "placement": spent["placement"], "arrivals": _arrivals(arrivals, wall)}
+                "placement": spent["placement"], "arrivals": _arrivals(arrivals, wall),
+                "t0": t}
     pairs = 0
     s = x = 0
     spent_s = 0.0  # seconds the consumer spent on batches (the checksum)
@@ -135,7 +136,7 @@ def run(job, backend=None, client=None, buffer=None, consumer="checksum") -> dic
         spent_s += time.perf_counter() - c
     wall = time.perf_counter() - t
     return {"wall": wall, "pairs": pairs, "checksum": f"{s:016x}{x:016x}", "timings": timings,
-            "consumer": spent_s, "arrivals": _arrivals(arrivals, wall)}
+            "consumer": spent_s, "arrivals": _arrivals(arrivals, wall), "t0": t}
 
 
 def _arrivals(arrivals: list[tuple[float, float]], wall: float) -> dict:
@@ -270,14 +271,17 @@ def main() -> int:
     base = next(iter(bases.values()), None)
     print()
     print(f"{'run':8} {'GPUs':>4} {'s':>8} {'GCUPS':>8} {'speedup':>8} {'eff.':>6}  "
-          f"per GPU: windows / busy / GPU busy / blocked (local) or wait (dask)")
+          f"per GPU: windows [first-last result, s] / busy / GPU busy / blocked (local) or "
+          f"wait (dask)")
     sums = set()
     for r in results:
         per = []
         for w in r["timings"]["scheduler"]["workers"]:
             bt = w.get("backend_timings") or {}
             wait = w.get("wait_s", w.get("blocked_s", 0.0))
-            per.append(f"{w['label']} {w['windows']} / {w['busy_s'] / r['wall']:.0%}"
+            ends = (f" [{w['first_at'] - r['t0']:.2f}-{w['last_at'] - r['t0']:.2f} s]"
+                    if w.get("last_at") and "t0" in r else "")
+            per.append(f"{w['label']} {w['windows']}{ends} / {w['busy_s'] / r['wall']:.0%}"
                        + (f" / {bt['gpu_busy'] / r['wall']:.0%}" if "gpu_busy" in bt else "")
                        + f" / {wait:.2f} s")
         one = bases.get((r.get("consumer_kind"), r.get("buffer")), base)

@@ -187,12 +187,13 @@ def _in_input_order(job: Job, batch: PairBatch) -> PairBatch:
 #: staged against 7.17 s; NOTES.md, v34). True or False: always, never.
 STAGED_PLACEMENT: bool | None = None
 #: A placement writes the columns known from the ranks alone (the indices,
-#: and the -1 columns without traceback: 32 bytes a pair) on a thread of its
-#: own beside the placing (``Placement(guard=...)``), instead of before its
-#: first batch while the workers wait. Off: four H200s, 3e13 cells
-#: score-only, one process, 2.17 s beside against 2.09 s before on four GPUs
-#: and 7.30 against 7.12 s on one (NOTES.md, v34).
-KNOWN_COLUMNS_BESIDE = False
+#: the -1 columns without traceback, and staged, the pages of the rows'
+#: columns to be: 32-44 bytes a pair) on a thread of its own beside the
+#: placing (``Placement(guard=...)``), instead of before its first batch
+#: while the workers wait. Four H200s, 3e13 cells score-only, one process:
+#: 1.97 s beside against 2.07 and 2.14 s before (the workers blocked
+#: 0.01-0.05 s against 0.26-0.44 s); one GPU level (NOTES.md, v34).
+KNOWN_COLUMNS_BESIDE = True
 
 
 def staged_placement(workers: int) -> bool:
@@ -528,11 +529,14 @@ class WorkerStats:
     #: per-window (pairs, cells, seconds) as measured
     measured: list = field(default_factory=list)
     backend_timings: dict | None = None
+    #: clock (time.perf_counter) when its first and its last result came
+    first_at: float | None = None
+    last_at: float | None = None
 
     def as_dict(self) -> dict:
         d = {k: getattr(self, k) for k in ("label", "description", "windows", "pairs",
                                             "cells", "busy_s", "blocked_s", "failures",
-                                            "retired", "predicted_s")}
+                                            "retired", "predicted_s", "first_at", "last_at")}
         if self.backend_timings is not None:
             d["backend_timings"] = dict(self.backend_timings)
         return d
@@ -643,6 +647,9 @@ class _LocalRun:
         stats.busy_s += seconds
         stats.measured.append((item.window.pairs, item.window.cells, seconds))
         t = time.perf_counter()
+        stats.last_at = t
+        if stats.first_at is None:
+            stats.first_at = t
         self._post(("batch", item, batch, backend))
         stats.blocked_s += time.perf_counter() - t
         self.q.done()
