@@ -139,6 +139,32 @@ def run(job, backend=None, client=None, buffer=None, consumer="checksum") -> dic
             "consumer": spent_s, "arrivals": _arrivals(arrivals, wall), "t0": t}
 
 
+def _print_window_spans(job, backends) -> None:
+    """Each GPU's last windows (CUDA events, seconds from its first launch)
+    and the windows of the run slowest per cell: where its end went."""
+    lengths = job.rows.lengths
+    rows = []
+    for be in backends:
+        for w, start, end in be.window_spans:
+            rows.append((be.describe().split(" (")[0], w, start, end))
+
+    def line(dev, w, start, end):
+        return (f"  {dev}: rows {lengths[w.r0:w.r1].max()}-{lengths[w.r0:w.r1].min()} x cols "
+                f"{lengths[w.c0:w.c1].max()}-{lengths[w.c0:w.c1].min()}, {w.pairs:,} pairs, "
+                f"{w.cells:.2g} cells, {start:.3f}-{end:.3f} s "
+                f"({w.cells / max(end - start, 1e-9) / 1e12:.2f} TCUPS)")
+
+    for be in backends:
+        dev = be.describe().split(" (")[0]
+        last = [x for x in rows if x[0] == dev][-3:]
+        print(f"  last windows of {dev}:")
+        for x in last:
+            print("  " + line(*x))
+    print("  slowest windows per cell (span):")
+    for x in sorted(rows, key=lambda x: x[1].cells / max(x[3] - x[2], 1e-9))[:6]:
+        print("  " + line(*x))
+
+
 def _arrivals(arrivals: list[tuple[float, float]], wall: float) -> dict:
     """When the consumer got its batches (seconds from the run's start):
     the first and the last, the seconds it waited for them in all, the
@@ -237,6 +263,8 @@ def main() -> int:
             r["buffer"] = buffer
             r["consumer_kind"] = consumer
             results.append(r)
+            if k > 1:
+                _print_window_spans(job, ws)
             sched = r["timings"]["scheduler"]
             print(f"{k} GPU(s), {consumer}, buffer {buffer or 'default'}: {r['wall']:.2f} s, "
                   f"{cells / r['wall'] / 1e9:.1f} GCUPS, {sched['windows']} windows "
@@ -293,6 +321,12 @@ def main() -> int:
         print(f"{run_name:8} {r['gpus']:>4} {r['wall']:8.2f} "
               f"{cells / r['wall'] / 1e9:8.1f} {speed:8.2f} {speed / r['gpus']:6.0%}  "
               + "; ".join(per))
+        if r["gpus"] > 1 and not r.get("dask"):
+            # each worker's last windows: cells and seconds between results
+            print("         last windows: " + "; ".join(
+                w["label"] + " " + ", ".join(f"{c:.2g}/{sec * 1e3:.0f}ms"
+                                             for _, c, sec in w.get("measured", [])[-4:])
+                for w in r["timings"]["scheduler"]["workers"]))
         sums.add(r["checksum"])
         if r["pairs"] != pairs:
             print(f"ERROR: {r['pairs']} pairs, {pairs} expected")

@@ -539,6 +539,7 @@ class WorkerStats:
                                             "retired", "predicted_s", "first_at", "last_at")}
         if self.backend_timings is not None:
             d["backend_timings"] = dict(self.backend_timings)
+        d["measured"] = [list(m) for m in self.measured]
         return d
 
 

@@ -434,6 +434,9 @@ class GPUBackend:
         self._constants: dict = {}  # (value, dtype) -> read-only array: see _constant
         self._copiers = None  # a ThreadPoolExecutor, made at the first large download
         self._spans: list = []
+        #: the last run's windows with their spans: (window, start, end),
+        #: seconds from its first launch (CUDA events), in the order fetched
+        self.window_spans: list = []
         self._streams: list = []
         self._uploads: dict = {}
         self._slots: dict = {}
@@ -936,6 +939,7 @@ class GPUBackend:
             streams = self._window_streams(depth)
             free = streams[::-1]  # slots without a window, the next one last
             self._spans = []
+            self.window_spans = []
             self._origin = self.cp.cuda.Event()
             self._origin.record(streams[0])
             running: list[dict] = []  # launched, not detached, in launch order
@@ -1360,4 +1364,5 @@ class GPUBackend:
         self._add("cells", float(h["w"].cells))
         since = [cp.cuda.get_elapsed_time(self._origin, ev[k]) / 1e3 for k in (3, 2)]
         self._spans.append(since)
+        self.window_spans.append((h["w"], *since))
         return batch
