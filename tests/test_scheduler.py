@@ -230,6 +230,17 @@ def test_balance_pieces_cover_parents_and_are_small():
             assert w.cost <= total / 32 or w.pairs < 64 or (
                 w.r1 - w.r0 <= BLOCK and w.c1 - w.c0 <= BLOCK)
     assert sum(len(p) for p in pieces) > len(wins)
+    # the pieces last in LPT order (TAIL_SHARE of the cost) quartered once more
+    untailed = balance(wins, lengths, lengths, 4, min_pairs=16, tail=0)
+    assert pieces[0] == untailed[0]
+    assert len(pieces[-1]) > len(untailed[-1])
+    for ps, qs in zip(pieces, untailed):
+        assert sorted(x for w in ps for x in window_pairs(w)[0].tolist()) == sorted(
+            x for w in qs for x in window_pairs(w)[0].tolist())
+    share = 0.999 * sum(w.cost for ps in untailed[::-1][:3] for w in ps) / total
+    last = balance(wins, lengths, lengths, 4, min_pairs=16, tail=share)
+    assert all(len(a) > len(b) for a, b in zip(last[::-1][:3], untailed[::-1][:3]))
+    assert len(last[-4]) == len(untailed[-4])
 
 
 def test_work_queue_order_avoid_and_ahead():

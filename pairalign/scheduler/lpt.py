@@ -87,15 +87,30 @@ def lpt_bound(n_workers: int) -> float:
 # ---------------------------------------------------------------------------------
 
 
+#: The share of the work, last in LPT order, whose pieces :func:`balance`
+#: quarters once more: the workers' last windows, which decide how close
+#: together they end. Their cost in cells can be a quarter of their time:
+#: four H200s, 3e13 cells score-only, a window of 4.2 M pairs of 80-163
+#: residues (6.2e10 cells) ran 0.11-0.15 s, four times a cell's average,
+#: last on its GPU, which ended 0.12 s after the others (NOTES.md, v34).
+TAIL_SHARE = 1 / 16
+
+
 def balance(windows: Sequence[Window], rows: np.ndarray, cols: np.ndarray, n_workers: int,
-            min_pairs: int = BLOCK * BLOCK, granularity: int = 8) -> list[list[Window]]:
+            min_pairs: int = BLOCK * BLOCK, granularity: int = 8,
+            tail: float | None = None) -> list[list[Window]]:
     """Pieces of each window, such that several workers can share the work evenly.
 
     With one worker every window is its own single piece. Otherwise the largest
     piece is quartered (:func:`split_window`) while it costs more than
     ``total / (granularity * n_workers)`` and holds at least ``4 * min_pairs``
-    pairs. Deterministic: the same windows, workers and limits give the same pieces.
+    pairs; then the pieces that come last in LPT order, ``tail`` of the total
+    cost (:data:`TAIL_SHARE` by default), are quartered once more where they
+    hold at least ``4 * min_pairs`` pairs, so that the last windows of each
+    worker are short whatever their cost misjudges. Deterministic: the same
+    windows, workers and limits give the same pieces.
     """
+    tail = TAIL_SHARE if tail is None else tail
     pieces = [[w] for w in windows]
     if n_workers <= 1 or not windows:
         return pieces
@@ -128,7 +143,27 @@ def balance(windows: Sequence[Window], rows: np.ndarray, cols: np.ndarray, n_wor
             heapq.heappush(heap, (-sub.cost, k))
     for p in range(len(out)):
         out[p].sort(key=lambda w: (-w.cost, w.r0, w.c0))
+    _quarter_tail(out, rows, cols, total * tail, min_pairs)
     return out
+
+
+def _quarter_tail(pieces: list[list[Window]], rows, cols, share: float,
+                  min_pairs: int) -> None:
+    """Quarter (once) the pieces last in LPT order (parents in order, each
+    parent's pieces in order) that make up ``share`` of the cost, in place."""
+    left = share
+    for p in range(len(pieces) - 1, -1, -1):
+        if left <= 0:
+            return
+        cut = []
+        for w in pieces[p]:
+            splittable = w.r1 - w.r0 > BLOCK or w.c1 - w.c0 > BLOCK
+            subs = (split_window(w, rows, cols)
+                    if splittable and w.pairs >= 4 * min_pairs else [w])
+            cut.extend(subs)
+        left -= sum(w.cost for w in pieces[p])
+        cut.sort(key=lambda w: (-w.cost, w.r0, w.c0))
+        pieces[p] = cut
 
 
 # ---------------------------------------------------------------------------------
