@@ -230,11 +230,12 @@ def test_balance_pieces_cover_parents_and_are_small():
             assert w.cost <= total / 32 or w.pairs < 64 or (
                 w.r1 - w.r0 <= BLOCK and w.c1 - w.c0 <= BLOCK)
     assert sum(len(p) for p in pieces) > len(wins)
-    # the pieces last in LPT order (TAIL_SHARE of the cost) quartered once more
+    # the pieces last in LPT order (a share of the cost: tail) quartered once more
     untailed = balance(wins, lengths, lengths, 4, min_pairs=16, tail=0)
-    assert pieces[0] == untailed[0]
-    assert len(pieces[-1]) > len(untailed[-1])
-    for ps, qs in zip(pieces, untailed):
+    tailed = balance(wins, lengths, lengths, 4, min_pairs=16, tail=1 / 16)
+    assert tailed[0] == untailed[0]
+    assert len(tailed[-1]) > len(untailed[-1])
+    for ps, qs in zip(tailed, untailed):
         assert sorted(x for w in ps for x in window_pairs(w)[0].tolist()) == sorted(
             x for w in qs for x in window_pairs(w)[0].tolist())
     share = 0.999 * sum(w.cost for ps in untailed[::-1][:3] for w in ps) / total
