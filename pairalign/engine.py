@@ -190,10 +190,13 @@ STAGED_PLACEMENT: bool | None = None
 #: the -1 columns without traceback, and staged, the pages of the rows'
 #: columns to be: 32-44 bytes a pair) on a thread of its own beside the
 #: placing (``Placement(guard=...)``), instead of before its first batch
-#: while the workers wait. Four H200s, 3e13 cells score-only, one process:
-#: 1.97 s beside against 2.07 and 2.14 s before (the workers blocked
-#: 0.01-0.05 s against 0.26-0.44 s); one GPU level (NOTES.md, v34).
-KNOWN_COLUMNS_BESIDE = True
+#: while the workers wait. ``None``: beside where the placement is staged.
+#: Four H200s, 3e13 cells score-only, staged, one process: 1.97 s beside
+#: against 2.07 and 2.14 s before (the workers blocked 0.01-0.05 s against
+#: 0.26-0.44 s). One H100, global with traceback at 1e13 cells, not staged
+#: (the known pass 0.04 s): 9.48 and 9.03 s beside against 9.08 and 8.84 s
+#: (NOTES.md, v34). True or False: always, never.
+KNOWN_COLUMNS_BESIDE: bool | None = None
 
 
 def staged_placement(workers: int) -> bool:
@@ -206,10 +209,11 @@ def placement(job: Job, workers: int = 1) -> Placement:
     """An empty :class:`~pairalign.pairs.Placement` for the pairs of ``job``,
     for a run of ``workers`` workers (staged as :func:`staged_placement`
     says; its known columns beside the placing as
-    :data:`KNOWN_COLUMNS_BESIDE` says)."""
+    :data:`KNOWN_COLUMNS_BESIDE` says, by default where staged)."""
+    staged = staged_placement(workers)
+    beside = staged if KNOWN_COLUMNS_BESIDE is None else KNOWN_COLUMNS_BESIDE
     return Placement(len(job.rows), None if job.triangle else len(job.cols), job.traceback,
-                     staged=staged_placement(workers),
-                     guard=_NUMBA if KNOWN_COLUMNS_BESIDE else None)
+                     staged=staged, guard=_NUMBA if beside else None)
 
 
 def assemble(job: Job, batches: Iterable[PairBatch], spent: dict | None = None,

@@ -182,13 +182,14 @@ def test_placement_stages_where_several_workers_run(monkeypatch):
         assert [engine.staged_placement(k) for k in (1, 4)] == [forced, forced]
 
 
-@pytest.mark.parametrize("beside", [True, False])
+@pytest.mark.parametrize("beside", [None, True, False])
 def test_run_job_of_two_workers_stages_and_gives_one_workers_batch(recs, beside,
                                                                    monkeypatch):
     """run_job over two CPU workers places their pairs staged (the default
     for several workers), its known columns written beside the placing or
-    before it (KNOWN_COLUMNS_BESIDE), and gives one worker's batch, every
-    column; the run's placement reports its parts."""
+    before it (KNOWN_COLUMNS_BESIDE; by default beside where staged), and
+    gives one worker's batch, every column; the run's placement reports its
+    parts."""
     from pairalign import engine
     from pairalign.kernels.cpu_backend import CPUBackend
     from pairalign.pairs import Placement
@@ -208,11 +209,12 @@ def test_run_job_of_two_workers_stages_and_gives_one_workers_batch(recs, beside,
                        None, None)
         ref = run_job(job, be, width=16)
         assert made[-1].staged_names == ()
+        assert (made[-1]._guard is not None) == (beside is True)
         timings: dict = {}
         got = run_job(job, [CPUBackend(threads=1), CPUBackend(threads=1)], width=16,
                       timings=timings)
         assert made[-1].staged_names and made[-1].rows is None
-        assert (made[-1]._guard is not None) == beside
+        assert (made[-1]._guard is not None) == (beside is not False)
         assert set(made[-1].spent) == {"known", "add", "finish"}
         assert made[-1].spent["known"] > 0 and made[-1].spent["add"] > 0
         for name in ref.__dataclass_fields__:
