@@ -30,6 +30,9 @@ def main() -> int:
     ap.add_argument("--mode", default="local", choices=("local", "global", "semiglobal"))
     ap.add_argument("--traceback", action="store_true")
     ap.add_argument("--reps", type=int, default=2)
+    ap.add_argument("--json", default=None,
+                    help="write each window (its rows and columns, pairs, cells, fill and "
+                         "wall seconds, the lengths of its rows and columns) to this file")
     args = ap.parse_args()
 
     from pairalign.backends import gpu_available
@@ -94,6 +97,16 @@ def main() -> int:
         lengths = job.rows.lengths[r0:d[0].r1]
         print(f"rows {r0:6d}+ (lengths {lengths.min()}-{lengths.max()}): diagonal "
               f"{dg:6.0f}, full {fg:6.0f} ({len(f)} windows), ratio {dg / fg:.2f}")
+    if args.json:
+        import json
+
+        lengths = job.rows.lengths.tolist()
+        out = [{"r0": w.r0, "r1": w.r1, "c0": w.c0, "c1": w.c1, "triangle": w.triangle,
+                "pairs": w.pairs, "cells": w.cells, "fill": best[w][0], "wall": best[w][1]}
+               for w in wins]
+        with open(args.json, "w") as f:
+            json.dump({"lengths": lengths, "width": work.width, "mode": args.mode,
+                       "traceback": args.traceback, "windows": out}, f)
     return 0
 
 
