@@ -1,11 +1,18 @@
 """A/B of the warp-per-pair path: the threshold of steps that makes a pair wide.
 
-    python benchmarks/wide_sweep.py [--cells 1e12]
+    python benchmarks/wide_sweep.py [--cells 1e12] [--steps 0,256,512,1024,2048]
 
 Proteome all-vs-all (local, BLOSUM62 11/1) in process, with and without
 traceback, for each setting of ``WIDE_STEPS`` / ``WIDE_STEPS_SCORE_ONLY``
-(None: every pair on one thread); best of two runs after a warm-up. Scores must agree across
-settings (checked). ``--cells`` adds a scaled score-only workload.
+(``--steps``; ``none``: every pair on one thread, 0: every pair on warps);
+best of two runs after a warm-up. Scores must agree across settings
+(checked). ``--cells`` adds a scaled score-only workload.
+
+Why again (v34): the threshold (2,048 steps) was set in v6, when the warp
+path ran a few times the narrow one's rate; since then the packed warp
+kernels went to ~4,300 GCUPS while the narrow pairs (6.2% of the pairs,
+0.64% of the cells of the 1e13 workload) fill at 200-1,000 GCUPS
+(``window_rates.py``: windows of pairs under the threshold alone).
 """
 
 from __future__ import annotations
@@ -47,7 +54,15 @@ def run(be, seqs, tb, steps, reps=2):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--cells", type=float, default=0)
+    ap.add_argument("--steps", default="0,256,512,1024,2048,4096",
+                    help="settings to sweep, comma-separated (none: no pair wide)")
     args = ap.parse_args()
+    settings = [None if x.strip() == "none" else int(x) for x in args.steps.split(",")]
+    from pairalign.backends import gpu_available
+
+    if not gpu_available():
+        print("wide_sweep.py: no GPU visible (CuPy sees no CUDA device): nothing to measure.")
+        return
     be = gb.GPUBackend()
     print(f"device: {be.describe()}", flush=True)
     prot = pairalign.read_sequences(DATA / "proteome_HG003687.faa").sequences
@@ -61,7 +76,7 @@ def main() -> None:
         cells = cells_of(ls)
         steps_of = (ls[:, None] + 7) // 8 * ls[None, :]
         ref = None
-        for steps in (None, 1 << 10, 1 << 11, 1 << 12, 1 << 16):
+        for steps in settings:
             (wall, fill, walk, fwide), scores = run(be, seqs, tb, steps)
             if ref is None:
                 ref = scores
