@@ -92,7 +92,8 @@ def lpt_bound(n_workers: int) -> float:
 #: together they end. Their cost in cells can be a quarter of their time
 #: (four H200s, 3e13 cells score-only: a window of 4.2 M pairs of 80-163
 #: residues, 6.2e10 cells, ran 0.11-0.15 s, last on its GPU, which ended
-#: 0.12 s after the others). Off: quartered, the GPUs end within 0.02 s of
+#: 0.12 s after the others: most of its pairs are under the GPU's wide
+#: threshold, one a thread, at a tenth of the warps' rate). Off: quartered, the GPUs end within 0.02 s of
 #: each other, but the small windows keep them busy less (83-91% against
 #: 86-98%), and the runs are slower (1/16: 1.91 s with a checksum, 1.99-2.05
 #: s placed; 1/32: 1.88, 1.96-1.99; none: 1.82, 1.86-1.93; NOTES.md, v34).
