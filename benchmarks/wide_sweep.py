@@ -1,12 +1,13 @@
 """A/B of the warp-per-pair path: the threshold of steps that makes a pair wide.
 
-    python benchmarks/wide_sweep.py [--cells 1e12] [--steps 0,256,512,1024,2048]
+    python benchmarks/wide_sweep.py [--cells 1e13] [--tb-cells 1e13] [--steps 0,256,512,2048]
 
 Proteome all-vs-all (local, BLOSUM62 11/1) in process, with and without
 traceback, for each setting of ``WIDE_STEPS`` / ``WIDE_STEPS_SCORE_ONLY``
 (``--steps``; ``none``: every pair on one thread, 0: every pair on warps);
 best of two runs after a warm-up. Scores must agree across settings
-(checked). ``--cells`` adds a scaled score-only workload.
+(checked). ``--cells`` adds a scaled score-only workload, ``--tb-cells`` one
+with traceback.
 
 Why again (v34): the threshold (2,048 steps) was set in v6, when the warp
 path ran a few times the narrow one's rate; since then the packed warp
@@ -54,6 +55,7 @@ def run(be, seqs, tb, steps, reps=2):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--cells", type=float, default=0)
+    ap.add_argument("--tb-cells", type=float, default=0)
     ap.add_argument("--steps", default="0,256,512,1024,2048,4096",
                     help="settings to sweep, comma-separated (none: no pair wide)")
     args = ap.parse_args()
@@ -71,6 +73,8 @@ def main() -> None:
     work = [("proteome", prot, True), ("proteome", prot, False)]
     if args.cells:
         work.append((f"scaled {args.cells:g}", sampled_proteins(args.cells), False))
+    if args.tb_cells:
+        work.append((f"scaled {args.tb_cells:g}", sampled_proteins(args.tb_cells), True))
     for name, seqs, tb in work:
         ls = np.array([len(s) for s in seqs], np.int64)
         cells = cells_of(ls)
@@ -84,7 +88,9 @@ def main() -> None:
             if steps is None:
                 frac = 0.0
             else:
-                wide = np.triu(steps_of >= steps, 1) | np.triu(steps_of.T >= steps, 1)
+                # pair (i, j), i < j: the longer one the query, i on equal lengths
+                query_i = ls[:, None] >= ls[None, :]
+                wide = np.triu(np.where(query_i, steps_of, steps_of.T) >= steps, 1)
                 frac = float((np.outer(ls, ls) * wide).sum()) / cells
             print(f"{name:16} tb={'y' if tb else 'n'} steps={steps!s:>8} "
                   f"wide cells {frac:6.1%}  wall {wall:6.3f} s  fill {fill:6.3f} (wide {fwide:6.3f})  "
