@@ -1,7 +1,7 @@
 """The consumer's placement alone (no GPU): pairs put in input order as
 ``run_job`` puts them, their columns as columns or staged as a row a pair.
 
-    python benchmarks/placement.py [--sequences 9000] [--width 1024] [--traceback]
+    python benchmarks/placement.py [--sequences 9000] [--width 1024] [--traceback] [--sorted]
 
 Batches as a device backend yields them: windows of ``--width`` x ``--width``
 sorted positions over the all-vs-all triangle, the sequences' input order a
@@ -11,6 +11,8 @@ runs twice, alternating; printed: seconds adding the batches
 (``Placement.add``, as the consumer does while the windows run) and finishing
 (``Placement.finish``: the staged rows made columns, the operation offsets),
 millions of pairs a second, and whether both modes give the same columns.
+``--sorted`` runs each mode on the batches sorted by rank in input order too
+(as ``gpu_backend.SORT_BY_RANK`` has the device send them).
 """
 
 from __future__ import annotations
@@ -50,27 +52,40 @@ def main() -> None:
     ap.add_argument("--sequences", type=int, default=9000)
     ap.add_argument("--width", type=int, default=1024)
     ap.add_argument("--traceback", action="store_true")
+    ap.add_argument("--sorted", action="store_true",
+                    help="also place the batches sorted by rank in input order")
     args = ap.parse_args()
     work = list(batches(args.sequences, args.width, args.traceback))
+    orders = {"unsorted": work}
+    if args.sorted:
+        n = args.sequences
+
+        def by_rank(b):
+            q, t = b.query, b.target
+            return b.take(np.argsort(q * (2 * n - q - 1) // 2 + (t - q - 1), kind="stable"))
+
+        orders["sorted"] = [by_rank(b) for b in work]
     pairs = sum(len(b) for b in work)
     print(f"{pairs:,} pairs in {len(work)} batches, traceback {args.traceback}")
     got = {}
     for rep in range(2):
-        for staged in (False, True):
-            place = Placement(args.sequences, None, args.traceback, staged=staged)
-            t = time.perf_counter()
-            for b in work:
-                place.add(b)
-            added = time.perf_counter() - t
-            out = place.finish()
-            finished = time.perf_counter() - t - added
-            got[staged] = out
-            print(f"run {rep} {'staged ' if staged else 'columns'}: add {added:.3f} s "
-                  f"({pairs / added / 1e6:.0f} M pairs/s), finish {finished:.3f} s, "
-                  f"together {added + finished:.3f} s")
-    same = all(np.array_equal(getattr(got[False], f), getattr(got[True], f))
-               for f in got[False].__dataclass_fields__)
-    print("same columns either way:", same)
+        for order, batch_list in orders.items():
+            for staged in (False, True):
+                place = Placement(args.sequences, None, args.traceback, staged=staged)
+                t = time.perf_counter()
+                for b in batch_list:
+                    place.add(b)
+                added = time.perf_counter() - t
+                out = place.finish()
+                finished = time.perf_counter() - t - added
+                got[order, staged] = out
+                print(f"run {rep} {order:8} {'staged ' if staged else 'columns'}: add "
+                      f"{added:.3f} s ({pairs / added / 1e6:.0f} M pairs/s), finish "
+                      f"{finished:.3f} s, together {added + finished:.3f} s")
+    first = next(iter(got.values()))
+    same = all(np.array_equal(getattr(first, f), getattr(other, f))
+               for other in got.values() for f in first.__dataclass_fields__)
+    print("same columns every way:", same)
 
 
 if __name__ == "__main__":

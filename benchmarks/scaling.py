@@ -32,7 +32,9 @@ change one setting of ``place`` each, combined as in ``place-staged-all``:
 (``engine.SHARE_CORES_WITH_WORKERS`` off), ``-staged`` / ``-columns`` the
 columns always / never staged (``engine.STAGED_PLACEMENT``), ``-beside`` /
 ``-serial`` the known columns written on a thread of their own beside the
-placing / before the first batch is placed (``engine.KNOWN_COLUMNS_BESIDE``). The checksum of all pairs (query, target,
+placing / before the first batch is placed (``engine.KNOWN_COLUMNS_BESIDE``),
+``-sorted`` each window's pairs sorted by rank on the device before they
+come (``gpu_backend.SORT_BY_RANK``). The checksum of all pairs (query, target,
 score) must be the same for every count.
 
 On a machine without a GPU the script says so and exits 0.
@@ -103,9 +105,14 @@ def run(job, backend=None, client=None, buffer=None, consumer="checksum") -> dic
                                           device_ops=placing and client is None))
     if placing:
         spent: dict = {}
+        from pairalign.kernels import gpu_backend
+
         settings = ("SHARE_CORES_WITH_WORKERS", "STAGED_PLACEMENT", "KNOWN_COLUMNS_BESIDE")
         saved = {k: getattr(engine, k) for k in settings}
+        saved_sort = gpu_backend.SORT_BY_RANK
         kinds = consumer.split("-")[1:]
+        if "sorted" in kinds:
+            gpu_backend.SORT_BY_RANK = True
         if "all" in kinds:
             engine.SHARE_CORES_WITH_WORKERS = False
         if "staged" in kinds or "columns" in kinds:
@@ -118,6 +125,7 @@ def run(job, backend=None, client=None, buffer=None, consumer="checksum") -> dic
         finally:
             for k, v in saved.items():
                 setattr(engine, k, v)
+            gpu_backend.SORT_BY_RANK = saved_sort
         wall = time.perf_counter() - t
         s, x = checksum(out)
         return {"wall": wall, "pairs": len(out), "checksum": f"{s:016x}{x:016x}",
@@ -196,7 +204,8 @@ def main() -> int:
     ap.add_argument("--consumer", default="checksum",
                     help="checksum (each batch hashed as it comes), place (put in input "
                          "order as run_job does), place with suffixes -all, -staged, "
-                         "-columns, -beside, -serial (e.g. place-staged-all: see above), "
+                         "-columns, -beside, -serial, -sorted (e.g. place-staged-all: see "
+                         "above), "
                          "comma-separated: each runs every GPU count")
     ap.add_argument("--json", default=None, help="write the results to this file")
     args = ap.parse_args()

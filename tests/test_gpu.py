@@ -492,3 +492,26 @@ def test_dask_cluster_of_gpu_workers_gives_the_cpus_pairs(data_dir, mode, traceb
     workers = timings["scheduler"]["workers"]
     assert sum(w["pairs"] for w in workers) == len(ref)
     assert workers and all("/gpu" in w["label"] for w in workers), workers
+
+
+@pytest.mark.parametrize("mode", ["local", "global"])
+@pytest.mark.parametrize("targets", [False, True])
+def test_score_only_batches_sorted_by_rank(data_dir, monkeypatch, mode, targets):
+    """With SORT_BY_RANK, each score-only window's batch comes sorted by rank
+    in input order (all-vs-all or queries against targets), and the run's
+    pairs are the CPU backend's."""
+    from pairalign.api import _job, make_scoring
+    from pairalign.engine import iter_windows, pair_rank, run_job
+
+    monkeypatch.setattr(gpu_backend, "SORT_BY_RANK", True)
+    recs = pairalign.read_sequences(data_dir / "adeno_fiber.faa")
+    other = (pairalign.sequences.records_from_python(recs.sequences[:40], ids=recs.ids[:40])
+             if targets else None)
+    scoring = make_scoring(recs.alphabet)
+    cpu_be, job = _job(recs, other, mode, scoring, False, "cpu", None, None)
+    gpu_be, gjob = _job(recs, other, mode, scoring, False, "gpu", None, None)
+    batches = list(iter_windows(gjob, gpu_be, width=32))
+    assert len(batches) > 1
+    for b in batches:
+        assert (np.diff(pair_rank(gjob, b)) > 0).all()
+    assert_same_pairs(run_job(gjob, gpu_be, width=32), run_job(job, cpu_be))

@@ -135,6 +135,18 @@ COPY_PIECE = 4 << 20
 #: run once did not end in 330 s (v26); now it takes 9.49 s: the cap stays
 #: as a guard (NOTES.md, v26, v33).
 DEVICE_PLACEMENT = True
+#: Score-only windows come to the host with their pairs sorted by rank in
+#: input order (``pair_ranks`` and an argsort on the device, the columns
+#: gathered in that order), so that a consumer that puts them in input order
+#: stores them in rising order instead of all over its arrays. On a CPU of
+#: two cores (40.5 M pairs in windows of 1,024, benchmarks/placement.py's
+#: batches, the columns' pages touched beforehand) placing sorted batches
+#: took 0.31-0.32 s as columns against 0.43 s unsorted and 0.37 s staged as
+#: rows (plus 0.08-0.10 s to make the rows columns); with fresh arrays that
+#: machine's times varied 4x from run to run (``placement.py --sorted``).
+#: Off: not yet run on a device (NOTES.md, v34); its A/B is
+#: ``benchmarks/scaling.py --consumer place,place-sorted,place-sorted-columns``.
+SORT_BY_RANK = False
 DEVICE_OPS_SHARE: float | None = 0.25
 DEVICE_OPS_RESERVE = 0.05
 #: Local alignments with traceback from a score pass and a traceback of each
@@ -1267,6 +1279,15 @@ class GPUBackend:
                      state["row_order"], state["col_order"], np.int32(job.triangle),
                      np.int32(tb), qb, h["ei"], tb_, h["ej"], out["query"], out["target"],
                      oqb, out["ei"], otb, out["ej"], flip))
+            if SORT_BY_RANK and not tb and npairs > 1:
+                ranks = cp.empty(npairs, cp.int64)
+                h["mod"].get_function("pair_ranks")(
+                    (-(-npairs // THREADS),), (THREADS,),
+                    (out["query"], out["target"], np.int32(npairs), np.int64(len(job.rows)),
+                     np.int64(len(job.rows) if job.triangle else len(job.cols)),
+                     np.int32(job.triangle), ranks))
+                order = cp.argsort(ranks)
+                out = {k: v[order] for k, v in out.items()}
             arrays = [out[k] for k in names]
             offs_h = kept = None
             if tb:
