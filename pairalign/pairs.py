@@ -355,7 +355,11 @@ class Placement:
 
         t = time.perf_counter()
         self._known_columns()
-        pos = np.empty(len(batch), np.int64)
+        device = getattr(batch, "device_ops", None)
+        # each pair's rank, kept where its operations are placed at finish
+        # (a score-only batch's ranks are not: 8 bytes a pair of fresh memory)
+        keep = device is not None or (self.traceback and len(batch.op_code) > 0)
+        pos = np.empty(len(batch) if keep else 0, np.int64)
         columns = [getattr(batch, k) for k in _COLUMNS]
         if self.rows is not None:
             batch_ops.place_rows(self.n, self.ncols, self.triangle, self.traceback, *columns,
@@ -364,7 +368,6 @@ class Placement:
             c = self.cols
             batch_ops.place(self.n, self.ncols, self.triangle, self.traceback, *columns,
                             batch.op_offsets, *(c[k] for k in _COLUMNS[2:]), self.counts, pos)
-        device = getattr(batch, "device_ops", None)
         if device is not None:
             self.device_ops.append((pos, device))
         elif self.traceback and len(batch.op_code):

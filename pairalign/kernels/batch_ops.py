@@ -24,12 +24,15 @@ def _rank(a, b, n, ncols, triangle):
 @njit(cache=True, parallel=True, nogil=True, boundscheck=False)
 def place(n, ncols, triangle, traceback, q, t, score, qb, qe, tb, te, ident, length, op_off,
           o_score, o_qb, o_qe, o_tb, o_te, o_ident, o_length, counts, pos):
-    """Each pair's columns at its rank (``pos``); without ``traceback`` only
-    the score and the ends (the rest is -1 and no operations). The indices
-    follow from the rank: :func:`pair_indices`."""
+    """Each pair's columns at its rank (written to ``pos`` unless it is
+    empty); without ``traceback`` only the score and the ends (the rest is -1
+    and no operations). The indices follow from the rank:
+    :func:`pair_indices`."""
+    ranks = pos.shape[0] > 0
     for k in prange(q.shape[0]):
         p = _rank(q[k], t[k], n, ncols, triangle)
-        pos[k] = p
+        if ranks:
+            pos[k] = p
         o_score[p] = score[k]
         o_qe[p] = qe[k]
         o_te[p] = te[k]
@@ -47,10 +50,12 @@ def place_rows(n, ncols, triangle, traceback, q, t, score, qb, qe, tb, te, ident
     """:func:`place` into one row a rank (``rows``, int32): the score and the
     ends, or with ``traceback`` the score, begins and ends, identities,
     length and operation count, so that a pair's scattered stores touch one
-    cache line or two instead of one a column."""
+    cache line or two instead of one a column (``pos`` as :func:`place`)."""
+    ranks = pos.shape[0] > 0
     for k in prange(q.shape[0]):
         p = _rank(q[k], t[k], n, ncols, triangle)
-        pos[k] = p
+        if ranks:
+            pos[k] = p
         rows[p, 0] = score[k]
         if traceback:
             rows[p, 1] = qb[k]
