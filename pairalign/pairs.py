@@ -18,6 +18,8 @@ _COLUMNS = ("query", "target", "score", "query_begin", "query_end", "target_begi
 _STAGED = ("score", "query_end", "target_end")
 _STAGED_TRACEBACK = ("score", "query_begin", "query_end", "target_begin", "target_end",
                      "identities", "length")
+#: The columns that are -1 for every pair of a score-only batch
+_UNSET = ("query_begin", "target_begin", "identities", "length")
 
 
 @dataclass(frozen=True)
@@ -248,8 +250,9 @@ class Placement:
     exactly once, so the query and target at each rank are known and written
     once, with the first batch, not placed; without ``traceback`` only the
     scores and ends are placed (the batches' begins, identities and lengths
-    are -1, written once too). Numba-parallel: hold the caller's guard where
-    worker threads run numba too.
+    are -1: one read-only array for all four, written once too).
+    Numba-parallel: hold the caller's guard where worker threads run numba
+    too.
 
     With ``staged``, the placed columns (the score and ends, or with
     traceback every per-pair column and the operation count) go into one
@@ -276,7 +279,12 @@ class Placement:
         template = PairBatch.empty()
         self.staged_names = (_STAGED_TRACEBACK if traceback else _STAGED) if staged else ()
         self.cols = {name: np.empty(total, getattr(template, name).dtype) for name in _COLUMNS
-                     if name not in self.staged_names}
+                     if name not in self.staged_names + (() if traceback else _UNSET)}
+        if not traceback:
+            # every -1 column one read-only array (as a device's score-only
+            # batches have them): 12 bytes a pair fewer held and written
+            unset = np.empty(total, np.int32)
+            self.cols.update({name: unset for name in _UNSET})
         #: staged: a row a pair, the count last with traceback (see place_rows)
         self.rows = (np.empty((total, len(self.staged_names) + traceback), np.int32)
                      if staged else None)
@@ -304,8 +312,7 @@ class Placement:
         c = self.cols
         batch_ops.pair_indices(self.n, self.ncols, self.triangle, c["query"], c["target"])
         if not self.traceback:
-            for k in ("query_begin", "target_begin", "identities", "length"):
-                batch_ops.fill(c[k], c[k].dtype.type(-1))
+            batch_ops.fill(c[_UNSET[0]], np.int32(-1))
         if self._unstaged is not None:
             batch_ops.fill(self._unstaged.reshape(-1), np.int32(0))
         self.spent["known"] += time.perf_counter() - t
@@ -392,6 +399,8 @@ class Placement:
 
         self._known_columns(wait=True)
         self._unstage()
+        if not self.traceback:  # read-only once placed: one array is all four columns
+            self.cols[_UNSET[0]].flags.writeable = False
         if not self.ops and not self.device_ops:  # score only: no pass over the counts
             return PairBatch(**self.cols,
                              op_offsets=np.zeros(len(self.cols["query"]) + 1, np.int64),

@@ -119,6 +119,12 @@ def test_placement_rebuilds_a_batch_from_shuffled_pieces(recs, traceback, target
     for name in ref.__dataclass_fields__:
         assert np.array_equal(getattr(ref, name), getattr(got, name)), name
         assert getattr(got, name).dtype == getattr(ref, name).dtype, name
+    unset = [getattr(got, k) for k in ("query_begin", "target_begin", "identities", "length")]
+    if not traceback:  # the -1 columns: one read-only array
+        assert all(u is unset[0] for u in unset) and not unset[0].flags.writeable
+    else:
+        assert all(u.flags.writeable for u in unset)
+        assert not any(np.shares_memory(a, b) for a in unset for b in unset if a is not b)
 
 
 class _HostArray(np.ndarray):
