@@ -855,3 +855,33 @@ def test_device_with_less_memory_splits_at_run_time(tri):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CPUFallbackWarning)
         same(run_job(job, [Fake("big", budget=10_000), Fake("small", budget=150)], width=64), ref)
+
+
+def test_consumer_shares_the_cores_while_workers_run_and_takes_them_back():
+    """With several workers the consumer's numba passes run on its share of
+    the threads (1 / (workers + 1)) while the workers run, on all of them
+    again once none runs (``apply(running=False)``), and ``restore`` gives
+    the thread its own setting back; one worker, or sharing off, changes
+    nothing."""
+    import numba
+
+    from pairalign import engine
+
+    own = numba.get_num_threads()
+    share = engine._ConsumerThreads(workers=3)
+    share.apply()
+    assert numba.get_num_threads() == max(1, own // 4)
+    share.apply()  # once only
+    assert numba.get_num_threads() == max(1, own // 4)
+    share.apply(running=False)
+    assert numba.get_num_threads() == own
+    share.apply()  # the workers are done: it stays on every thread
+    assert numba.get_num_threads() == own
+    share.restore()
+    assert numba.get_num_threads() == own
+    one = engine._ConsumerThreads(workers=1)
+    one.apply()
+    assert numba.get_num_threads() == own
+    one.apply(running=False)
+    one.restore()
+    assert numba.get_num_threads() == own
