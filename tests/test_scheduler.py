@@ -280,6 +280,10 @@ def test_multi_worker_identical(which, request):
         same(out, ref)
         sched = timings["scheduler"]
         assert sum(w["pairs"] for w in sched["workers"]) == len(ref)
+        for w in sched["workers"]:  # each window measured; the first and last result's clock
+            assert len(w["measured"]) == w["windows"]
+            assert sum(p for p, _, _ in w["measured"]) == w["pairs"]
+            assert (w["first_at"] <= w["last_at"]) if w["windows"] else w["last_at"] is None
         if n > 1:
             assert sched["windows"] > sched["planned_windows"]  # balanced into pieces
             assert sum(w["windows"] > 0 for w in sched["workers"]) >= 2
