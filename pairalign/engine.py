@@ -386,7 +386,7 @@ def fit_window(job: Job, backend: Backend, w: Window, budget: int | None = None,
         return [(w, True)]
     if backend.window_bytes(job, w) <= budget:
         return [(w, True)]
-    if w.r1 - w.r0 <= BLOCK and w.c1 - w.c0 <= BLOCK:
+    if not w.splittable:
         return [(w, False)]
     rows, cols = job.rows.lengths, job.col_set.lengths
     return [x for sub in split_window(w, rows, cols)
@@ -688,7 +688,7 @@ class _LocalRun:
             self.q.cancel(exc)
             raise Cancelled("window keeps failing")
         w = item.window
-        if w.r1 - w.r0 > BLOCK or w.c1 - w.c0 > BLOCK:
+        if w.splittable:
             for j, sub in enumerate(split_window(w, self.rows, self.cols)):
                 self.q.put(Item(key=item.key + (j,), window=sub, parent=item.parent,
                                 failures=item.failures, cpu=item.cpu))
@@ -798,7 +798,7 @@ class _LocalRun:
         w = item.window
         if backend.window_bytes(self.job, w) <= budget:
             return True
-        if w.r1 - w.r0 <= BLOCK and w.c1 - w.c0 <= BLOCK:
+        if not w.splittable:
             self._requeue(Item(key=item.key, window=w, parent=item.parent,
                                failures=item.failures, cpu=True))
         else:
@@ -936,7 +936,7 @@ def _failure_kind(exc: BaseException, window: Window | None = None) -> str:
 
     Out of memory on a 16 x 16 block, which cannot be split, counts as an error.
     """
-    if window is not None and window.r1 - window.r0 <= BLOCK and window.c1 - window.c0 <= BLOCK:
+    if window is not None and not window.splittable:
         return "error"
     return "oom" if is_out_of_memory(exc) else "error"
 

@@ -35,7 +35,7 @@ from ..job import Job
 from ..pairs import PairBatch
 from .devices import bind_thread, recover
 from .lpt import balance, lpt_order
-from .windows import BLOCK, plan_windows, split_window
+from .windows import plan_windows, split_window
 
 #: Depth of the split-and-retry of a failing window on a worker.
 _RETRY_DEPTH = 3
@@ -160,8 +160,7 @@ def _run_window(job, entry, w, max_memory, depth=0) -> list[PairBatch]:
         return out
     except Exception:
         recover(backend)
-        splittable = w.r1 - w.r0 > BLOCK or w.c1 - w.c0 > BLOCK
-        if depth < _RETRY_DEPTH and splittable:
+        if depth < _RETRY_DEPTH and w.splittable:
             rows, cols = job.rows.lengths, job.col_set.lengths
             return [b for sub in split_window(w, rows, cols)
                     for b in _run_window(job, entry, sub, max_memory, depth + 1)]

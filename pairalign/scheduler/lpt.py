@@ -93,10 +93,11 @@ def lpt_bound(n_workers: int) -> float:
 #: (four H200s, 3e13 cells score-only: a window of 4.2 M pairs of 80-163
 #: residues, 6.2e10 cells, ran 0.11-0.15 s, last on its GPU, which ended
 #: 0.12 s after the others: most of its pairs are under the GPU's wide
-#: threshold, one a thread, at a tenth of the warps' rate). Off: quartered, the GPUs end within 0.02 s of
-#: each other, but the small windows keep them busy less (83-91% against
-#: 86-98%), and the runs are slower (1/16: 1.91 s with a checksum, 1.99-2.05
-#: s placed; 1/32: 1.88, 1.96-1.99; none: 1.82, 1.86-1.93; NOTES.md, v34).
+#: threshold, one a thread, at a tenth of the warps' rate). Off: quartered,
+#: the GPUs end within 0.02 s of each other, but the small windows keep them
+#: busy less (83-91% against 86-98%), and the runs are slower (1/16: 1.91 s
+#: with a checksum, 1.99-2.05 s placed; 1/32: 1.88, 1.96-1.99; none: 1.82,
+#: 1.86-1.93; NOTES.md, v34).
 TAIL_SHARE = 0.0
 
 
@@ -133,8 +134,7 @@ def balance(windows: Sequence[Window], rows: np.ndarray, cols: np.ndarray, n_wor
     while heap:
         neg, key = heapq.heappop(heap)
         p, w = alive.pop(key)
-        splittable = (w.r1 - w.r0 > BLOCK or w.c1 - w.c0 > BLOCK)
-        if -neg <= target or w.pairs < 4 * min_pairs or not splittable:
+        if -neg <= target or w.pairs < 4 * min_pairs or not w.splittable:
             out[p].append(w)
             continue
         subs = split_window(w, rows, cols)
@@ -161,10 +161,8 @@ def _quarter_tail(pieces: list[list[Window]], rows, cols, share: float,
             return
         cut = []
         for w in pieces[p]:
-            splittable = w.r1 - w.r0 > BLOCK or w.c1 - w.c0 > BLOCK
-            subs = (split_window(w, rows, cols)
-                    if splittable and w.pairs >= 4 * min_pairs else [w])
-            cut.extend(subs)
+            cut.extend(split_window(w, rows, cols)
+                       if w.splittable and w.pairs >= 4 * min_pairs else [w])
         left -= sum(w.cost for w in pieces[p])
         cut.sort(key=lambda w: (-w.cost, w.r0, w.c0))
         pieces[p] = cut

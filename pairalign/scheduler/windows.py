@@ -32,6 +32,12 @@ class Window:
         """Estimated cost: the number of DP cells."""
         return self.cells
 
+    @property
+    def splittable(self) -> bool:
+        """Whether :func:`split_window` can cut it: more than one block of
+        rows or of columns."""
+        return self.r1 - self.r0 > BLOCK or self.c1 - self.c0 > BLOCK
+
 
 def length_order(lengths: np.ndarray) -> np.ndarray:
     """Indices sorting sequences longest first, ties in input order (stable)."""
