@@ -22,6 +22,12 @@ _STAGED_TRACEBACK = ("score", "query_begin", "query_end", "target_begin", "targe
 _UNSET = ("query_begin", "target_begin", "identities", "length")
 
 
+def staged_row_bytes(traceback: bool) -> int:
+    """Bytes of a staged :class:`Placement`'s row a pair: an int32 each of
+    its staged columns, and with traceback the operation count."""
+    return 4 * (len(_STAGED_TRACEBACK if traceback else _STAGED) + traceback)
+
+
 @dataclass(frozen=True)
 class PairBatch:
     """Results of many pairs, one numpy array per field.
@@ -286,7 +292,7 @@ class Placement:
             unset = np.empty(total, np.int32)
             self.cols.update({name: unset for name in _UNSET})
         #: staged: a row a pair, the count last with traceback (see place_rows)
-        self.rows = (np.empty((total, len(self.staged_names) + traceback), np.int32)
+        self.rows = (np.empty((total, staged_row_bytes(traceback) // 4), np.int32)
                      if staged else None)
         #: staged: the rows' columns to be, their pages first touched with
         #: the known columns (not in the pass at the end)
@@ -377,7 +383,7 @@ class Placement:
                             batch.op_offsets, *(c[k] for k in _COLUMNS[2:]), self.counts, pos)
         if device is not None:
             self.device_ops.append((pos, device))
-        elif self.traceback and len(batch.op_code):
+        elif keep:
             self.ops.append((pos, batch.op_offsets, batch.op_code, batch.op_len))
         self.spent["add"] += time.perf_counter() - t
 

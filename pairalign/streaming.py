@@ -19,21 +19,20 @@ import numpy as np
 from .engine import (_NUMBA, DEFAULT_MAX_MEMORY, assemble, iter_windows, pair_rank,
                      placement, run_workers, staged_placement)
 from .job import Job
-from .pairs import PairBatch, on_host
+from .pairs import PairBatch, on_host, staged_row_bytes
 
 #: Bytes of results held per pair, besides its operations (a rough measure).
 PAIR_BYTES = 64
-#: Bytes more a pair while a staged placement turns its rows into columns
-#: (both held at once; :func:`pairalign.engine.staged_placement`).
-STAGED_PAIR_BYTES = {False: 12, True: 32}
+#: Bytes per alignment operation (code and run length).
+OP_BYTES = 5
 
 
 def placement_bytes(job: Job, workers: int = 1) -> int:
     """Host bytes a pair of ``job`` takes at most while placed in memory
-    (besides its operations), for a run of ``workers`` workers."""
-    return PAIR_BYTES + (STAGED_PAIR_BYTES[job.traceback] if staged_placement(workers) else 0)
-#: Bytes per alignment operation (code and run length).
-OP_BYTES = 5
+    (besides its operations), for a run of ``workers`` workers: a staged
+    placement (:func:`pairalign.engine.staged_placement`) holds its rows
+    beside their columns while it turns the one into the other."""
+    return PAIR_BYTES + (staged_row_bytes(job.traceback) if staged_placement(workers) else 0)
 
 
 def estimated_bytes(job: Job) -> int:

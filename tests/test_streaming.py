@@ -251,18 +251,20 @@ def test_placement_bytes_count_the_staged_rows(recs, monkeypatch):
     """A placement's bytes a pair count the rows held beside the columns at
     the end where it stages them (several workers), and only there."""
     from pairalign import engine
-    from pairalign.streaming import PAIR_BYTES, STAGED_PAIR_BYTES, placement_bytes
+    from pairalign.streaming import PAIR_BYTES, placement_bytes
 
     monkeypatch.setattr(engine, "STAGED_PLACEMENT", None)
+    # what the rows take: an int32 a staged column (score and ends, or all
+    # seven), and the count with traceback
+    row_bytes = {False: 12, True: 32}
     for traceback in (True, False):
         _, job = _job(recs, None, "local", make_scoring(recs.alphabet), traceback, "cpu",
                       None, None)
         assert placement_bytes(job, 1) == PAIR_BYTES
-        assert placement_bytes(job, 2) == PAIR_BYTES + STAGED_PAIR_BYTES[traceback]
-        # what the rows take: an int32 a staged column, and the count with traceback
+        assert placement_bytes(job, 2) == PAIR_BYTES + row_bytes[traceback]
         place = engine.placement(job, 2)
         per_row = place.rows.nbytes // place.rows.shape[0]
-        assert per_row == STAGED_PAIR_BYTES[traceback]
+        assert per_row == row_bytes[traceback]
 
 
 @pytest.mark.parametrize("room", [True, False])
