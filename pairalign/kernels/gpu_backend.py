@@ -135,6 +135,8 @@ COPY_PIECE = 4 << 20
 #: run once did not end in 330 s (v26); now it takes 9.49 s: the cap stays
 #: as a guard (NOTES.md, v26, v33).
 DEVICE_PLACEMENT = True
+DEVICE_OPS_SHARE: float | None = 0.25
+DEVICE_OPS_RESERVE = 0.05
 #: Score-only windows come to the host with their pairs sorted by rank in
 #: input order (``pair_ranks`` and an argsort on the device, the columns
 #: gathered in that order), so that a consumer that puts them in input order
@@ -147,8 +149,6 @@ DEVICE_PLACEMENT = True
 #: Off: not yet run on a device (NOTES.md, v34); its A/B is
 #: ``benchmarks/scaling.py --consumer place,place-sorted,place-sorted-columns``.
 SORT_BY_RANK = False
-DEVICE_OPS_SHARE: float | None = 0.25
-DEVICE_OPS_RESERVE = 0.05
 #: Local alignments with traceback from a score pass and a traceback of each
 #: pair's box alone (``align.cu``, "Bounded local traceback"): the score-only
 #: kernels give each pair's score and end cell; ``bound_starts`` runs the DP
