@@ -26,8 +26,9 @@ prints the consumer's own seconds (the checksum) and the cost model's predicted
 seconds. ``--buffer`` sets how many results may wait for the consumer;
 ``--consumer place`` puts the batches in input order as ``run_job`` does
 (numba's parallel passes in the consumer's thread, beside the workers', on its
-share of the cores; staged as a row a pair where several GPUs run), instead of only hashing them. Suffixes
-change one setting of ``place`` each, combined as in ``place-staged-all``:
+share of the cores; staged as a row a pair where several GPUs run), instead of
+only hashing them. Suffixes change one setting of ``place`` each, combined as
+in ``place-staged-all``:
 ``-all`` the consumer's numba passes on all of its thread's numba threads
 (``engine.SHARE_CORES_WITH_WORKERS`` off), ``-staged`` / ``-columns`` the
 columns always / never staged (``engine.STAGED_PLACEMENT``), ``-beside`` /
@@ -151,10 +152,8 @@ def _print_window_spans(job, backends) -> None:
     """Each GPU's last windows (CUDA events, seconds from its first launch)
     and the windows of the run slowest per cell: where its end went."""
     lengths = job.rows.lengths
-    rows = []
-    for be in backends:
-        for w, start, end in be.window_spans:
-            rows.append((be.describe().split(" (")[0], w, start, end))
+    spans = {be.describe().split(" (")[0]: be.window_spans for be in backends}
+    rows = [(dev, *x) for dev, xs in spans.items() for x in xs]
 
     def line(dev, w, start, end):
         return (f"  {dev}: rows {lengths[w.r0:w.r1].max()}-{lengths[w.r0:w.r1].min()} x cols "
@@ -162,12 +161,10 @@ def _print_window_spans(job, backends) -> None:
                 f"{w.cells:.2g} cells, {start:.3f}-{end:.3f} s "
                 f"({w.cells / max(end - start, 1e-9) / 1e12:.2f} TCUPS)")
 
-    for be in backends:
-        dev = be.describe().split(" (")[0]
-        last = [x for x in rows if x[0] == dev][-3:]
+    for dev, xs in spans.items():
         print(f"  last windows of {dev}:")
-        for x in last:
-            print("  " + line(*x))
+        for x in xs[-3:]:
+            print("  " + line(dev, *x))
     print("  slowest windows per cell (span):")
     for x in sorted(rows, key=lambda x: x[1].cells / max(x[3] - x[2], 1e-9))[:6]:
         print("  " + line(*x))
