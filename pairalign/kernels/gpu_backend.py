@@ -37,10 +37,13 @@ POLL_SECONDS = 100e-6
 #: "wide": one warp each. With all but the smallest pairs on warps, no launch
 #: waits on its longest pairs, and the warp path is the faster per cell
 #: (proteome all-vs-all in process on the H100: 2.36 to 1.13 s with traceback,
-#: 0.79 to 0.41 s without; benchmarks/NOTES.md, v6). None: none wide.
-WIDE_STEPS: int | None = 1 << 11
+#: 0.79 to 0.41 s without; benchmarks/NOTES.md, v6). None: none wide. 2,048
+#: until v35; at 512 (wide_sweep.py, 1e13 cells local on the H100) the fill
+#: took 5.59 s against 6.02 with traceback and 2.60 against 2.76 without:
+#: the narrow pairs ran at 200-1,000 GCUPS against the packed warps' ~4,300.
+WIDE_STEPS: int | None = 1 << 9
 #: The same for score-only runs.
-WIDE_STEPS_SCORE_ONLY: int | None = 1 << 11
+WIDE_STEPS_SCORE_ONLY: int | None = 1 << 9
 #: Score-only pairs on warps whose scores fit 16 bits run two at a time (one
 #: query, two targets) in the 16-bit halves of each register (``fill2``).
 PACKED = True
@@ -181,6 +184,7 @@ BOUND_ROWS = 16
 #: thread (at most WIDE_STEPS: the tests set that to 0 for every box on a warp).
 #: It was 1 << 13 until v23, which the cap made 1 << 11 all the same: v21's
 #: A/B of 2 K, 8 K and 32 K steps ran one setting three times (NOTES.md, v23).
+#: Since v35 the cap (WIDE_STEPS, 512) is the threshold.
 BOX_WIDE_STEPS: int | None = 1 << 11
 #: Pairs a lane of the reverse pass takes on average (lanes take the next pair
 #: as they finish one: fewer lanes than pairs, so that a lane with a short
