@@ -1284,13 +1284,7 @@ class GPUBackend:
                      np.int32(tb), qb, h["ei"], tb_, h["ej"], out["query"], out["target"],
                      oqb, out["ei"], otb, out["ej"], flip))
             if SORT_BY_RANK and not tb and npairs > 1:
-                ranks = cp.empty(npairs, cp.int64)
-                h["mod"].get_function("pair_ranks")(
-                    (-(-npairs // THREADS),), (THREADS,),
-                    (out["query"], out["target"], np.int32(npairs), np.int64(len(job.rows)),
-                     np.int64(len(job.rows) if job.triangle else len(job.cols)),
-                     np.int32(job.triangle), ranks))
-                order = cp.argsort(ranks)
+                order = cp.argsort(self._pair_ranks(h["mod"], job, out["query"], out["target"]))
                 out = {k: v[order] for k, v in out.items()}
             arrays = [out[k] for k in names]
             offs_h = kept = None
@@ -1309,14 +1303,7 @@ class GPUBackend:
                          length))
                 size = offs.nbytes + code.nbytes + length.nbytes + 8 * npairs
                 if self._keeps(size):
-                    ranks = cp.empty(npairs, cp.int64)
-                    if npairs:
-                        n = len(job.rows)
-                        h["mod"].get_function("pair_ranks")(
-                            (-(-npairs // THREADS),), (THREADS,),
-                            (out["query"], out["target"], np.int32(npairs), np.int64(n),
-                             np.int64(n if job.triangle else len(job.cols)),
-                             np.int32(job.triangle), ranks))
+                    ranks = self._pair_ranks(h["mod"], job, out["query"], out["target"])
                     kept = DeviceOps(self, offs, code, length, ranks)
                     self._kept += size
                 else:
@@ -1327,6 +1314,18 @@ class GPUBackend:
             self._slot_free[h["slot"].ptr] = freed
         self._add("download", time.perf_counter() - t_host)
         return {"h": h, "arrays": arrays, "offs": offs_h, "kept": kept}
+
+    def _pair_ranks(self, mod, job: Job, query, target):
+        """Each pair's rank in the job's input order (``pair_ranks``), on the
+        device: the row-major index of (query, target), upper triangle or full."""
+        n, npairs = len(job.rows), len(query)
+        ranks = self.cp.empty(npairs, self.cp.int64)
+        if npairs:
+            mod.get_function("pair_ranks")(
+                (-(-npairs // THREADS),), (THREADS,),
+                (query, target, np.int32(npairs), np.int64(n),
+                 np.int64(n if job.triangle else len(job.cols)), np.int32(job.triangle), ranks))
+        return ranks
 
     def _bounded_result(self, job: Job, h: dict) -> None:
         """A bounded window, done: what its reverse pass and boxes took (for
