@@ -59,6 +59,7 @@
 #define SEMIGLOBAL 1
 #define LOCAL 2
 #define FULL 0xffffffffu
+#define NO_SHORT_BAND 0x7fffffff  // walk_pair's short_from where no band is short
 
 #ifndef SCORE
 #define SCORE int
@@ -1430,7 +1431,7 @@ walk(
     // a packed pair's short last band (fill_pack): from the rows its couple
     // filled, a query couple's (the first nqpack pairs, p and p ^ 1) the
     // longer query's
-    int short_from = 0x7fffffff;
+    int short_from = NO_SHORT_BAND;
     if (short_last_band<true, PACK_TB_ROWS> && p < npack) {
         int rows = (int)(offsets[pair_row[p] + 1] - offsets[pair_row[p]]);
         if (p < nqpack)
@@ -1834,7 +1835,7 @@ walk_box(
         j = x.m;
         walk_pair<LOCAL>(codes + offsets[rows[p]] + i0 - 1, codes + offsets[cols[p]] + j0 - 1,
                          words + wend[it] - words_need[it] + (wide ? 0 : lane_of[p]), wide,
-                         32, 32, 0x7fffffff, wide ? x.m + 31 : item_m[it], matrix, K, go, ge,
+                         32, 32, NO_SHORT_BAND, wide ? x.m + 31 : item_m[it], matrix, K, go, ge,
                          score[p], op_off[p], op_code, op_len, i, j, nops, ident, length);
         i += i0 - 1;
         j += j0 - 1;
