@@ -29,7 +29,7 @@ from workloads import PROTEOME, sampled_proteins  # noqa: E402
 
 import pairalign  # noqa: E402
 from pairalign.job import SortedSet  # noqa: E402
-from pairalign.kernels.gpu_backend import BOUND_CELLS, BOX_WIDE_STEPS, WIDE_STEPS  # noqa: E402
+from pairalign.kernels.gpu_backend import BOUND_CELLS, BOX_WIDE_STEPS  # noqa: E402
 
 NEG = -(1 << 40)
 
@@ -218,7 +218,7 @@ def main() -> int:
     ap.add_argument("--rows", type=int, default=16, help="reversed rows a stripe")
     ap.add_argument("--cap", type=int, default=BOUND_CELLS,
                     help="a reverse pass's cells past which the box is the prefix")
-    ap.add_argument("--wide-steps", type=int, default=min(BOX_WIDE_STEPS, WIDE_STEPS),
+    ap.add_argument("--wide-steps", type=int, default=BOX_WIDE_STEPS,
                     help="column steps of 8 rows from which a box is wide (a warp)")
     args = ap.parse_args()
     box = (args.rows, args.cap, args.wide_steps)

@@ -104,6 +104,7 @@ def test_boxes_all_narrow_or_all_wide(monkeypatch, wide):
     """Every box on one thread (no wide threshold), or every box on a warp."""
     monkeypatch.setattr(gpu_backend, "BOUNDED_MAX_SHARE", 1e9)
     monkeypatch.setattr(gpu_backend, "WIDE_STEPS", wide)
+    monkeypatch.setattr(gpu_backend, "BOX_WIDE_STEPS", wide)
     rng = np.random.default_rng(5)
     seqs = random_seqs(rng, AMINO, 40, 1, 600) + mutated(rng, "".join(
         rng.choice(list(AMINO), 900)), 6, 0.1, AMINO)

@@ -181,10 +181,12 @@ BOUND_CELLS = 1 << 15
 #: Reversed rows a stripe of the reverse pass holds in registers (8 or 16).
 BOUND_ROWS = 16
 #: Column steps (8 rows each) from which a box is filled by a warp, not a
-#: thread (at most WIDE_STEPS: the tests set that to 0 for every box on a warp).
-#: It was 1 << 13 until v23, which the cap made 1 << 11 all the same: v21's
-#: A/B of 2 K, 8 K and 32 K steps ran one setting three times (NOTES.md, v23).
-#: Since v35 the cap (WIDE_STEPS, 512) is the threshold.
+#: thread (none where WIDE_STEPS is None). It was 1 << 13 until v23, which a
+#: cap at WIDE_STEPS made 1 << 11 all the same: v21's A/B of 2 K, 8 K and 32 K
+#: steps ran one setting three times (NOTES.md, v23). The cap went when
+#: WIDE_STEPS fell to 512 (v35): on warps, boxes of 512-2,047 steps took more
+#: words than their window had room for on two-letter sequences
+#: (``bounded_overflow``: the window ran again with the full traceback).
 BOX_WIDE_STEPS: int | None = 1 << 11
 #: Pairs a lane of the reverse pass takes on average (lanes take the next pair
 #: as they finish one: fewer lanes than pairs, so that a lane with a short
@@ -1225,7 +1227,7 @@ class GPUBackend:
         the warp kernel's profile holds the matrix; none with WIDE_STEPS None)."""
         wide = (WIDE_STEPS is not None and BOX_WIDE_STEPS is not None
                 and _profile_fits(job.scoring.matrix))
-        return np.int32(min(BOX_WIDE_STEPS, WIDE_STEPS) if wide else np.iinfo(np.int32).max)
+        return np.int32(BOX_WIDE_STEPS if wide else np.iinfo(np.int32).max)
 
     def _walk_boxes(self, job: Job, state: dict, a: dict, lay: dict, mod) -> None:
         """Queue the walk of each pair's box (BOUNDED_TRACEBACK)."""
