@@ -97,7 +97,9 @@ def lpt_bound(n_workers: int) -> float:
 #: the GPUs end within 0.02 s of each other, but the small windows keep them
 #: busy less (83-91% against 86-98%), and the runs are slower (1/16: 1.91 s
 #: with a checksum, 1.99-2.05 s placed; 1/32: 1.88, 1.96-1.99; none: 1.82,
-#: 1.86-1.93; NOTES.md, v34).
+#: 1.86-1.93; NOTES.md, v34). Since the wide threshold fell to 512 steps
+#: (v35) such windows fill at 2,300-3,400 GCUPS alone, not a tenth of the
+#: average; four GPUs not yet run since.
 TAIL_SHARE = 0.0
 
 
