@@ -13,7 +13,8 @@ Why again (v34): the threshold (2,048 steps) was set in v6, when the warp
 path ran a few times the narrow one's rate; since then the packed warp
 kernels went to ~4,300 GCUPS while the narrow pairs (6.2% of the pairs,
 0.64% of the cells of the 1e13 workload) fill at 200-1,000 GCUPS
-(``window_rates.py``: windows of pairs under the threshold alone).
+(``window_rates.py``: windows of pairs under the threshold alone). v35's
+run of this script at 1e13 cells set both thresholds to 512 (NOTES.md).
 """
 
 from __future__ import annotations
