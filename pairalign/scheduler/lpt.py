@@ -136,7 +136,7 @@ def balance(windows: Sequence[Window], rows: np.ndarray, cols: np.ndarray, n_wor
     while heap:
         neg, key = heapq.heappop(heap)
         p, w = alive.pop(key)
-        if -neg <= target or w.pairs < 4 * min_pairs or not w.splittable:
+        if -neg <= target or not _quarterable(w, min_pairs):
             out[p].append(w)
             continue
         subs = split_window(w, rows, cols)
@@ -153,6 +153,12 @@ def balance(windows: Sequence[Window], rows: np.ndarray, cols: np.ndarray, n_wor
     return out
 
 
+def _quarterable(w: Window, min_pairs: int) -> bool:
+    """Whether :func:`balance` may quarter ``w``: it can be cut and holds at
+    least ``4 * min_pairs`` pairs."""
+    return w.splittable and w.pairs >= 4 * min_pairs
+
+
 def _quarter_tail(pieces: list[list[Window]], rows, cols, share: float,
                   min_pairs: int) -> None:
     """Quarter (once) the pieces last in LPT order (parents in order, each
@@ -163,8 +169,7 @@ def _quarter_tail(pieces: list[list[Window]], rows, cols, share: float,
             return
         cut = []
         for w in pieces[p]:
-            cut.extend(split_window(w, rows, cols)
-                       if w.splittable and w.pairs >= 4 * min_pairs else [w])
+            cut.extend(split_window(w, rows, cols) if _quarterable(w, min_pairs) else [w])
         left -= sum(w.cost for w in pieces[p])
         cut.sort(key=lambda w: (-w.cost, w.r0, w.c0))
         pieces[p] = cut
