@@ -181,7 +181,7 @@ def main() -> None:
     # hold device memory that the command line then sizes its windows without
     import cupy as cp
 
-    be._pinned = None  # the staging buffer
+    be._pinned.clear()  # the staging buffers
     cp.get_default_memory_pool().free_all_blocks()
     cp.get_default_pinned_memory_pool().free_all_blocks()
     walls, profile = cli_times(path)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -230,14 +232,50 @@ def test_downloads_pinned_or_not(data_dir, monkeypatch, traceback, pinned, stagi
     assert_same(cpu, gpu)
 
 
-@pytest.mark.parametrize("first_done", [True, False])
+@pytest.mark.parametrize("mode", ["local", "local bounded", "global"])
+@pytest.mark.parametrize("ahead,staging", [(2, None), (1, 4099)])
 @pytest.mark.parametrize("traceback", [True, False])
-def test_slots_take_windows_as_their_own_end(monkeypatch, traceback, first_done):
+def test_results_fetched_on_a_thread_of_their_own(data_dir, monkeypatch, traceback, ahead,
+                                                  staging, mode):
+    """FETCH_THREAD: each window's results downloaded on the backend's fetch
+    thread while the launching thread detaches and launches the next ones
+    (their operation counts downloaded meanwhile, through a staging buffer
+    of their own; with a few kilobytes of staging, both threads' downloads
+    in many pieces at once), one or two downloads ahead: the CPU's results,
+    in order; the device's operations placed from them too (local)."""
+    if mode == "local bounded":
+        if not traceback:
+            pytest.skip("score-only runs have no traceback to bound")
+        monkeypatch.setattr(gpu_backend, "BOUNDED_TRACEBACK", True)
+        mode = "local"
+    monkeypatch.setattr(gpu_backend, "FETCH_THREAD", True)
+    monkeypatch.setattr(gpu_backend, "FETCH_AHEAD", ahead)
+    if staging is not None:
+        monkeypatch.setattr(gpu_backend, "STAGING_BYTES", staging)
+    fetched = []
+    on_thread = gpu_backend.GPUBackend._fetch_on_thread
+
+    def spy(self, job, done):
+        fetched.append(threading.current_thread() is not threading.main_thread())
+        return on_thread(self, job, done)
+
+    monkeypatch.setattr(gpu_backend.GPUBackend, "_fetch_on_thread", spy)
+    cpu, gpu = both(data_dir / "adeno_fiber.faa", mode=mode, traceback=traceback, window=32)
+    assert_same(cpu, gpu)
+    assert len(fetched) > 1 and all(fetched)
+
+
+@pytest.mark.parametrize("first_done,fetch_thread", [(True, False), (False, False),
+                                                     (True, True)])
+@pytest.mark.parametrize("traceback", [True, False])
+def test_slots_take_windows_as_their_own_end(monkeypatch, traceback, first_done, fetch_thread):
     """Four long proteins among short ones, windows of 32: the window of the
     long pairs runs long after the one beside it, whose slot takes window
     after window meanwhile (or, without ``FIRST_DONE_FIRST``, waits for the
-    oldest); the results come out in order, the CPU's either way."""
+    oldest); the results come out in order, the CPU's either way, and with
+    the downloads on the fetch thread (FETCH_THREAD) too."""
     monkeypatch.setattr(gpu_backend, "FIRST_DONE_FIRST", first_done)
+    monkeypatch.setattr(gpu_backend, "FETCH_THREAD", fetch_thread)
     rng = np.random.default_rng(11)
     letters = np.array(list(AMINO))
     lengths = [3000] * 4 + list(rng.integers(20, 60, 200))
@@ -309,11 +347,15 @@ def test_operations_placed_on_the_device_or_the_host(data_dir, monkeypatch, mode
 
 
 @pytest.mark.skipif(gpu_count() < 2, reason="needs two CUDA devices")
+@pytest.mark.parametrize("fetch_thread", [False, True])
 @pytest.mark.parametrize("mode", ["global", "local"])
-def test_several_devices_place_operations_on_the_host(data_dir, monkeypatch, mode):
+def test_several_devices_place_operations_on_the_host(data_dir, monkeypatch, mode,
+                                                      fetch_thread):
     """Windows on two devices: their alignments come to the host and are
     placed there (no device is asked to place them), the same as one
-    device's and the CPU's."""
+    device's and the CPU's; with FETCH_THREAD, each device's fetch thread
+    on that device."""
+    monkeypatch.setattr(gpu_backend, "FETCH_THREAD", fetch_thread)
     asked = []
     monkeypatch.setattr(gpu_backend.GPUBackend, "can_place_ops",
                         lambda self, total, npairs: asked.append(total) or True)

@@ -5,6 +5,8 @@ calls done on host memory)."""
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -353,7 +355,8 @@ def test_download_through_staging_pieces(monkeypatch, staging, piece):
     monkeypatch.setattr(gpu_backend, "STAGING_BYTES", staging)
     monkeypatch.setattr(gpu_backend, "COPY_PIECE", piece)
     be = object.__new__(GPUBackend)
-    be.cp, be.timings, be._pinned, be._copiers = fake_cupy(), {}, None, None
+    be.cp, be.timings, be._pinned, be._copiers = fake_cupy(), {}, {}, None
+    be._timings_lock = threading.Lock()
     be._empty_pinned = lambda n: np.full(n, 0xAB, np.uint8)
     syncs = []
     be._host_stream = lambda: SimpleNamespace(ptr=0, synchronize=lambda: syncs.append(1))
@@ -364,7 +367,7 @@ def test_download_through_staging_pieces(monkeypatch, staging, piece):
     for a, g in zip(arrays, got):
         assert g.dtype == a.dtype and np.array_equal(g, a)
     assert len(syncs) == max(1, -(-sum(a.nbytes for a in arrays) // staging))
-    assert be._pinned.nbytes == staging
+    assert be._pinned[0].nbytes == staging
 
 
 def test_covered_is_the_union_of_spans():

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import deque
+from concurrent.futures import Future
 from importlib import resources
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -115,6 +117,16 @@ EARLY_SLOT_REUSE = True
 #: wait each time it fills) instead of one synchronous copy per array (proteome
 #: with traceback on the H100: downloads 0.29-0.33 to 0.26-0.27 s, wall within noise).
 PINNED_DOWNLOADS = True
+#: A detached window's results are downloaded (``_fetch``) on a thread of the
+#: backend's own, on a stream of their own, so that the launching thread
+#: notices the other slot's end and queues its next window meanwhile; False:
+#: on the launching thread, between a launch and the next wait (v33's gaps
+#: between windows, the host's turnaround; benchmarks/NOTES.md, v36).
+FETCH_THREAD = False
+#: With FETCH_THREAD, the most detached windows whose downloads have not ended
+#: (their results wait in device memory meanwhile); the launching thread
+#: waits for the oldest before it detaches one more.
+FETCH_AHEAD = 2
 #: Bytes of the pinned buffer that downloads pass through (see GPUBackend._staging).
 STAGING_BYTES = 64 << 20
 #: Threads that copy downloads out of the staging buffer, in pieces of
@@ -448,7 +460,10 @@ class GPUBackend:
         self._hp = None
         self._sides: dict = {}  # a window stream's side stream (_side_stream)
         self._opted: set = set()
-        self._pinned: np.ndarray | None = None
+        self._pinned: dict = {}  # stream -> its staging buffer (_staging)
+        self._fetcher = None  # a ThreadPoolExecutor of one thread (FETCH_THREAD)
+        self._fetch_stream = None
+        self._timings_lock = threading.Lock()
         self._constants: dict = {}  # (value, dtype) -> read-only array: see _constant
         self._copiers = None  # a ThreadPoolExecutor, made at the first large download
         self._spans: list = []
@@ -681,29 +696,30 @@ class GPUBackend:
         line's start on the H100 machine."""
         return np.ndarray((nbytes,), np.uint8, buffer=self.cp.cuda.alloc_pinned_memory(nbytes))
 
-    def _staging(self) -> np.ndarray:
-        """The pinned buffer that downloads go through, one per backend, of
-        :data:`STAGING_BYTES`. Pinning costs in proportion to size (a buffer
-        grown to each window's results took 0.14 s of the proteome command
-        line), so results pass through it in pieces. Only the thread that runs
-        this backend's windows uses it, one download at a time."""
-        if self._pinned is None or self._pinned.nbytes != STAGING_BYTES:
-            self._pinned = None  # the old buffer back to CuPy's pool before the new one
+    def _staging(self, stream) -> np.ndarray:
+        """The pinned buffer that downloads on ``stream`` go through, one per
+        stream (the fetch thread's and the launching thread's download at
+        once), of :data:`STAGING_BYTES`. Pinning costs in proportion to size
+        (a buffer grown to each window's results took 0.14 s of the proteome
+        command line), so results pass through it in pieces."""
+        buf = self._pinned.get(stream.ptr)
+        if buf is None or buf.nbytes != STAGING_BYTES:
+            self._pinned.pop(stream.ptr, None)  # the old buffer back to CuPy's pool first
             t = time.perf_counter()
-            self._pinned = self._empty_pinned(STAGING_BYTES)
+            buf = self._pinned[stream.ptr] = self._empty_pinned(STAGING_BYTES)
             self._add("pinned", time.perf_counter() - t)
-        return self._pinned
+        return buf
 
-    def _download(self, arrays: list) -> list[np.ndarray]:
-        """Device arrays to host arrays: asynchronous copies on the host stream
-        into the staging buffer (:meth:`_staging`), one wait each time it
-        fills, then plain numpy copies out, so that results never hold pinned
-        memory."""
+    def _download(self, arrays: list, stream=None) -> list[np.ndarray]:
+        """Device arrays to host arrays: asynchronous copies on ``stream`` (by
+        default the host stream) into its staging buffer (:meth:`_staging`),
+        one wait each time it fills, then plain numpy copies out, so that
+        results never hold pinned memory."""
         cp = self.cp
+        stream = self._host_stream() if stream is None else stream
         arrays = [cp.ascontiguousarray(a) for a in arrays]
         out = [np.empty(a.shape, a.dtype) for a in arrays]
-        buf = self._staging()
-        stream = self._host_stream()
+        buf = self._staging(stream)
         queued: list[tuple[np.ndarray, int, int, int]] = []  # (dest bytes, at, from, n)
 
         def drain() -> None:
@@ -767,7 +783,8 @@ class GPUBackend:
         return a[:n]
 
     def _add(self, key: str, value: float) -> None:
-        self.timings[key] = self.timings.get(key, 0.0) + value
+        with self._timings_lock:  # the fetch thread adds too
+            self.timings[key] = self.timings.get(key, 0.0) + value
 
     # operations left on the device ----------------------------------------
     def keep_ops_on_device(self, on: bool) -> None:
@@ -962,16 +979,35 @@ class GPUBackend:
             self._origin.record(streams[0])
             running: list[dict] = []  # launched, not detached, in launch order
             order: deque = deque()  # launched, not yet yielded, in launch order
-            fetched: dict[int, PairBatch] = {}  # id of a handle in order: its results
+            # id of a handle in order: its results, or (FETCH_THREAD) their future
+            fetched: dict[int, PairBatch | Future] = {}
+            fetcher = self._fetch_thread() if FETCH_THREAD and EARLY_SLOT_REUSE else None
 
             def first_detached() -> dict:
                 h = self._first_done(running)
                 running.remove(h)
                 return self._detach(job, h)
 
-            def in_order() -> Iterator[PairBatch]:
+            def fetch(done: dict) -> None:
+                if fetcher is None:
+                    fetched[id(done["h"])] = self._fetch(job, done, self._host_stream())
+                    return
+                ahead = [f for f in fetched.values() if isinstance(f, Future) and not f.done()]
+                if len(ahead) >= FETCH_AHEAD:
+                    t = time.perf_counter()
+                    ahead[0].exception()  # the oldest (dicts keep their order)
+                    self._add("fetch_wait", time.perf_counter() - t)
+                fetched[id(done["h"])] = fetcher.submit(self._fetch_on_thread, job, done)
+
+            def in_order(wait: bool = False) -> Iterator[PairBatch]:
                 while order and id(order[0]) in fetched:
-                    yield fetched.pop(id(order.popleft()))
+                    got = fetched[id(order[0])]
+                    if isinstance(got, Future):
+                        if not (wait or got.done()):
+                            return
+                        got = got.result()
+                    del fetched[id(order.popleft())]
+                    yield got
 
             try:
                 for w in windows:
@@ -980,7 +1016,7 @@ class GPUBackend:
                         done = first_detached()
                         free.append(done["h"]["slot"])
                         if not EARLY_SLOT_REUSE:
-                            fetched[id(done["h"])] = self._fetch(job, done)
+                            fetch(done)
                             done = None
                     t = time.perf_counter()
                     h = self._launch(job, state, w, free.pop())
@@ -988,13 +1024,18 @@ class GPUBackend:
                     order.append(h)
                     self._add("launch", time.perf_counter() - t)
                     if done is not None:
-                        fetched[id(done["h"])] = self._fetch(job, done)
+                        fetch(done)
                     yield from in_order()
                 while running:
-                    done = first_detached()
-                    fetched[id(done["h"])] = self._fetch(job, done)
+                    fetch(first_detached())
                     yield from in_order()
+                yield from in_order(wait=True)
             finally:
+                # downloads still running on the fetch thread end first (a run
+                # left early leaves their results unread)
+                for f in fetched.values():
+                    if isinstance(f, Future):
+                        f.exception()
                 # a run left early (an error, or its consumer gone) may have
                 # windows in flight: they read the slots' pinned uploads, which
                 # the next run rewrites, and copies out of the slots may be
@@ -1014,6 +1055,23 @@ class GPUBackend:
                     spans = np.array(self._spans)
                     self._add("gpu_span", float(spans[:, 1].max()))
                     self._add("gpu_busy", _covered(spans))
+
+    def _fetch_thread(self):
+        """The backend's fetch thread (FETCH_THREAD): an executor of one
+        thread, made at its first run, kept for the next runs."""
+        if self._fetcher is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._fetcher = ThreadPoolExecutor(1, thread_name_prefix="pairalign-fetch")
+        return self._fetcher
+
+    def _fetch_on_thread(self, job: Job, done: dict) -> PairBatch:
+        """:meth:`_fetch` on the fetch thread, on a stream of its own: CuPy's
+        current device and stream are a thread's own."""
+        with self.device:
+            if self._fetch_stream is None:
+                self._fetch_stream = self._priority_stream()
+            return self._fetch(job, done, self._fetch_stream)
 
     def _first_done(self, running: list[dict]) -> dict:
         """The window of ``running`` (launch order) that ends first: the oldest
@@ -1315,7 +1373,7 @@ class GPUBackend:
             freed.record(host)
             self._slot_free[h["slot"].ptr] = freed
         self._add("download", time.perf_counter() - t_host)
-        return {"h": h, "arrays": arrays, "offs": offs_h, "kept": kept}
+        return {"h": h, "arrays": arrays, "offs": offs_h, "kept": kept, "freed": freed}
 
     def _pair_ranks(self, mod, job: Job, query, target):
         """Each pair's rank in the job's input order (``pair_ranks``), on the
@@ -1349,15 +1407,17 @@ class GPUBackend:
             h.clear()
             h.update(again)
 
-    def _fetch(self, job: Job, done: dict) -> PairBatch:
-        """Bring a detached window's results (:meth:`_detach`) to the host."""
+    def _fetch(self, job: Job, done: dict, stream) -> PairBatch:
+        """Bring a detached window's results (:meth:`_detach`) to the host,
+        through ``stream`` (after the detach's copies on the host stream)."""
         cp = self.cp
         h, arrays, offs_h = done["h"], done["arrays"], done["offs"]
         npairs = h["npairs"]
-        with self._host_stream():
+        with stream:
             t_host = time.perf_counter()
+            stream.wait_event(done["freed"])
             if PINNED_DOWNLOADS:
-                got = self._download(arrays)
+                got = self._download(arrays, stream)
             else:
                 got = [a.get() for a in arrays]
             kept = done["kept"]
