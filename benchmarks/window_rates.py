@@ -18,8 +18,6 @@ from __future__ import annotations
 import argparse
 import time
 
-import numpy as np
-
 from workloads import sampled_proteins  # noqa: E402
 
 
