@@ -17,11 +17,11 @@ import time
 
 import numpy as np
 
-from workloads import DATA, cells_of, sampled_proteins  # noqa: E402  (the repository first on sys.path)
+from workloads import (add_run_arguments, cells_of, proteome_or_sampled,  # noqa: E402
+                       warm_gpu_backend)  # the repository first on sys.path
 
 import cli_timeline as tl  # noqa: E402
 
-import pairalign  # noqa: E402
 from pairalign.engine import run_job  # noqa: E402
 from pairalign.job import Job, SortedSet  # noqa: E402
 from pairalign.kernels import gpu_backend  # noqa: E402
@@ -39,10 +39,7 @@ tl.TRACED += [
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--cells", type=float, default=0, help="0: the proteome")
-    ap.add_argument("--traceback", action="store_true")
-    ap.add_argument("--mode", default="local", choices=("local", "global", "semiglobal"))
-    ap.add_argument("--runs", type=int, default=2)
+    add_run_arguments(ap)
     ap.add_argument("--detail", default="",
                     help="FROM,TO: every span of the last run that overlaps these seconds")
     ap.add_argument("--no-slot-floor", action="store_true",
@@ -50,13 +47,10 @@ def main() -> None:
     args = ap.parse_args()
     if args.no_slot_floor:
         GPUBackend._job_slot_bytes = lambda self, job: 0
-    seqs = (sampled_proteins(args.cells) if args.cells else
-            pairalign.read_sequences(DATA / "proteome_HG003687.faa").sequences)
+    seqs = proteome_or_sampled(args.cells)
     cells = cells_of([len(s) for s in seqs])
-    be = GPUBackend()
+    be = warm_gpu_backend(args.mode, args.traceback)
     sc = Scoring.create("protein")
-    warm = pairalign.read_sequences(DATA / "proteome_HG003687.faa").sequences[:400]
-    run_job(Job(args.mode, sc, args.traceback, SortedSet.encode(warm, sc)), be)
     tl.install()
     for run in range(args.runs):
         job = Job(args.mode, sc, args.traceback, SortedSet.encode(seqs, sc))

@@ -32,9 +32,9 @@ import time
 
 import numpy as np
 
-from workloads import DATA, cells_of, sampled_proteins  # noqa: E402
+from workloads import (add_run_arguments, cells_of, proteome_or_sampled,  # noqa: E402
+                       warm_gpu_backend)
 
-import pairalign  # noqa: E402
 from kernel_ab import setting  # noqa: E402
 from pairalign.engine import run_job  # noqa: E402
 from pairalign.job import Job, SortedSet  # noqa: E402
@@ -50,7 +50,8 @@ class Recorder:
 
     def __init__(self) -> None:
         self.origin_host = 0.0
-        self.windows: list[dict] = []  # launch order: w, slot, ev, launch, wait, noticed, detach, freed
+        #: launch order: w, slot, ev, launch, wait, noticed, detach, freed
+        self.windows: list[dict] = []
 
     def install(self) -> None:
         rec = self
@@ -151,10 +152,7 @@ def charge(rows: list[dict], gap: tuple) -> dict[str, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--cells", type=float, default=0, help="0: the proteome")
-    ap.add_argument("--traceback", action="store_true")
-    ap.add_argument("--mode", default="local", choices=("local", "global", "semiglobal"))
-    ap.add_argument("--runs", type=int, default=2)
+    add_run_arguments(ap)
     ap.add_argument("--least", type=float, default=1e-4, help="shortest gap counted, s")
     ap.add_argument("--show", type=int, default=12, help="longest gaps listed")
     ap.add_argument("--set", action="append", default=[], help="ATTR=VALUE of gpu_backend")
@@ -162,13 +160,10 @@ def main() -> None:
     for item in args.set:
         attr, _, value = item.partition("=")
         setattr(gpu_backend, attr, setting(value))
-    seqs = (sampled_proteins(args.cells) if args.cells else
-            pairalign.read_sequences(DATA / "proteome_HG003687.faa").sequences)
+    seqs = proteome_or_sampled(args.cells)
     cells = cells_of([len(s) for s in seqs])
-    be = GPUBackend()
+    be = warm_gpu_backend(args.mode, args.traceback)
     sc = Scoring.create("protein")
-    warm = pairalign.read_sequences(DATA / "proteome_HG003687.faa").sequences[:400]
-    run_job(Job(args.mode, sc, args.traceback, SortedSet.encode(warm, sc)), be)
     rec = Recorder()
     rec.install()
     for run in range(args.runs):

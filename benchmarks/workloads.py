@@ -58,3 +58,34 @@ def uniform_proteins(rng: np.random.Generator, cells: float, length: int) -> lis
     enough for their all-vs-all to reach about ``cells`` DP cells."""
     n = int((2 * cells) ** 0.5 / length) + 1
     return [rng.choice(AMINO, length).tobytes().decode() for _ in range(n)]
+
+
+def proteome_or_sampled(cells: float) -> list[str]:
+    """The proteome's proteins (``cells`` 0), or proteins sampled to ``cells``."""
+    import pairalign
+
+    return sampled_proteins(cells) if cells else pairalign.read_sequences(PROTEOME).sequences
+
+
+def warm_gpu_backend(mode: str, traceback: bool):
+    """A GPU backend whose kernels have run once (the proteome's first 400
+    proteins, in ``mode``), so that a timed run compiles nothing."""
+    from pairalign.engine import run_job
+    from pairalign.job import Job, SortedSet
+    from pairalign.kernels.gpu_backend import GPUBackend
+    from pairalign.scoring import Scoring
+
+    be = GPUBackend()
+    sc = Scoring.create("protein")
+    warm = proteome_or_sampled(0)[:400]
+    run_job(Job(mode, sc, traceback, SortedSet.encode(warm, sc)), be)
+    return be
+
+
+def add_run_arguments(ap) -> None:
+    """The options of a benchmark that times ``run_job`` runs on one workload:
+    ``--cells`` (0: the proteome), ``--traceback``, ``--mode``, ``--runs``."""
+    ap.add_argument("--cells", type=float, default=0, help="0: the proteome")
+    ap.add_argument("--traceback", action="store_true")
+    ap.add_argument("--mode", default="local", choices=("local", "global", "semiglobal"))
+    ap.add_argument("--runs", type=int, default=2)
