@@ -120,8 +120,11 @@ PINNED_DOWNLOADS = True
 #: A detached window's results are downloaded (``_fetch``) on a thread of the
 #: backend's own, on a stream of their own, so that the launching thread
 #: notices the other slot's end and queues its next window meanwhile; False:
-#: on the launching thread, between a launch and the next wait (v33's gaps
-#: between windows, the host's turnaround; benchmarks/NOTES.md, v36).
+#: on the launching thread, between a launch and the next wait. Off: at 1e13
+#: cells on the H100 it changed nothing (local with traceback 6.216 against
+#: 6.221 s, score-only 2.320 against 2.294 s): the gaps between windows were
+#: the detach's (benchmarks/NOTES.md, v36). Not yet measured with
+#: DEVICE_OP_OFFSETS.
 FETCH_THREAD = False
 #: With FETCH_THREAD, the most detached windows whose downloads have not ended
 #: (their results wait in device memory meanwhile); the launching thread
