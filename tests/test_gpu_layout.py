@@ -325,6 +325,38 @@ def test_slots_planned_from_windows_fitted_by_their_bound():
     assert floor == max(exact.values())
 
 
+@pytest.mark.parametrize("traceback", [True, False])
+def test_windows_far_over_budget_split_by_their_bound(monkeypatch, traceback):
+    """Windows whose size bound is over BOUND_SPLIT_FACTOR budgets are split
+    without their exact size (no plan): the same pieces as splitting by the
+    exact sizes, each within the budget by its exact size, the pairs all
+    there once, with fewer plans made."""
+    from pairalign import engine
+    from pairalign.engine import fit_window
+    from pairalign.scheduler.windows import plan_windows
+
+    job, be = protein_job("local", traceback, 9, 1200, 300)
+    windows = plan_windows(job.rows.lengths, None, 128)
+    budget = max(be.window_bytes(job, w) for w in windows) // 12
+    pieces, planned = {}, {}
+    for factor in (float("inf"), engine.BOUND_SPLIT_FACTOR):
+        monkeypatch.setattr(engine, "BOUND_SPLIT_FACTOR", factor)
+        be._plans = {}
+        calls = []
+        exact = GPUBackend.window_bytes
+        monkeypatch.setattr(GPUBackend, "window_bytes",
+                            lambda self, job, w: calls.append(w) or exact(self, job, w))
+        pieces[factor] = [x for w in windows
+                          for x in fit_window(job, be, w, budget, by_bound=True)]
+        planned[factor] = len(calls)
+        monkeypatch.setattr(GPUBackend, "window_bytes", exact)
+    new, old = pieces[engine.BOUND_SPLIT_FACTOR], pieces[float("inf")]
+    assert new == old and len(new) > len(windows)
+    assert sum(w.pairs for w, _ in new) == sum(w.pairs for w in windows)
+    assert all(be.window_bytes(job, w) <= budget for w, fits in new if fits)
+    assert planned[engine.BOUND_SPLIT_FACTOR] < planned[float("inf")]
+
+
 class _DeviceArray:
     """A host array that looks like a CuPy one to ``_download`` (``data.ptr``)."""
 
