@@ -172,8 +172,10 @@ DEVICE_OPS_RESERVE = 0.05
 #: took 0.31-0.32 s as columns against 0.43 s unsorted and 0.37 s staged as
 #: rows (plus 0.08-0.10 s to make the rows columns); with fresh arrays that
 #: machine's times varied 4x from run to run (``placement.py --sorted``).
-#: Off: not yet run on a device (NOTES.md, v34); its A/B is
-#: ``benchmarks/scaling.py --consumer place,place-sorted,place-sorted-columns``.
+#: Off: on four H200s at 3e13 cells (``benchmarks/scaling.py --consumer
+#: place,place-sorted,place-sorted-columns``) the argsort cost one GPU
+#: 0.05-0.3 s, and four GPUs ran within the spread of the staged default
+#: (sorted as columns 1.86-1.93 s against 1.90-1.99 s; NOTES.md, v36).
 SORT_BY_RANK = False
 #: Local alignments with traceback from a score pass and a traceback of each
 #: pair's box alone (``align.cu``, "Bounded local traceback"): the score-only
