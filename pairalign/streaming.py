@@ -16,15 +16,15 @@ from typing import Iterator
 
 import numpy as np
 
-from .engine import (_NUMBA, DEFAULT_MAX_MEMORY, assemble, iter_windows, pair_rank,
-                     placement, run_workers, staged_placement)
+from .engine import (_NUMBA, _OP_BYTES, DEFAULT_MAX_MEMORY, assemble, iter_windows,
+                     pair_rank, placement, run_workers, staged_placement)
 from .job import Job
 from .pairs import PairBatch, on_host, staged_row_bytes
 
 #: Bytes of results held per pair, besides its operations (a rough measure).
 PAIR_BYTES = 64
-#: Bytes per alignment operation (code and run length).
-OP_BYTES = 5
+#: Bytes per alignment operation (code and run length), as the engine counts them.
+OP_BYTES = _OP_BYTES
 
 
 def placement_bytes(job: Job, workers: int = 1) -> int:
