@@ -491,6 +491,29 @@ __device__ __forceinline__ unsigned signs2(unsigned x, unsigned y) {
     return r;
 }
 
+// acc with bit k of each byte of s (bytes of 0 or 0xff, from signs2) added:
+// bit k of each byte of acc is 0. By a LOP3 (ALU pipe), or by an IMAD (FMA
+// pipe) where mad: s is 255 times its bytes' bits y, so s * (255^-1 << k) =
+// y << k (mod 2^32), 255^-1 = 0xfefefeff; and, the bits apart, adding them is
+// or-ing them. The traceback step's instructions are about 7 a row on the ALU
+// pipe against 6 on the FMA pipe, both half rate: TB_MAD_P and TB_MAD_Q (bit
+// r: row r of a lane's stripe; p: bits 0-1, q: bits 2-3) choose which rows'
+// planes move to the FMA pipe.
+#ifndef TB_MAD_P
+#define TB_MAD_P 0
+#endif
+#ifndef TB_MAD_Q
+#define TB_MAD_Q 0
+#endif
+__device__ __forceinline__ unsigned in_plane(unsigned acc, unsigned s, int k, bool mad) {
+    if (mad) {
+        unsigned r;  // PTX, so that no strength reduction moves it to the ALU pipe
+        asm("mad.lo.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(s), "r"(0xfefefeffu << k), "r"(acc));
+        return r;
+    }
+    return acc | (s & (0x01010101u << k));
+}
+
 // R rows a lane: 8, 16 or 32 (with traceback a 32-bit word a column per 8 rows).
 template <int mode, bool want_tb, int R>
 struct Stripe2 {
@@ -559,11 +582,12 @@ struct Stripe2 {
                 el[r] = __viaddmax_s16x2(el[r], ge2, hg);
                 fup = __viaddmax_s16x2(fup, ge2, hg);
             } else {
-                const unsigned plane = 0x01010101u << (r % 8);
-                p[r / 8] |= signs2(__vsub2(el[r], fup), __vsub2(sub[r], h)) & plane;
+                p[r / 8] = in_plane(p[r / 8], signs2(__vsub2(el[r], fup), __vsub2(sub[r], h)),
+                                    r % 8, (TB_MAD_P >> r) & 1);
                 el[r] = __viaddmax_s16x2(el[r], ge2, hg);
                 fup = __viaddmax_s16x2(fup, ge2, hg);
-                q[r / 8] |= signs2(__vsub2(hg, el[r]), __vsub2(hg, fup)) & plane;
+                q[r / 8] = in_plane(q[r / 8], signs2(__vsub2(hg, el[r]), __vsub2(hg, fup)),
+                                    r % 8, (TB_MAD_Q >> r) & 1);
             }
             hl[r] = h;
             hup = h;
