@@ -4,7 +4,8 @@
     python benchmarks/window_gaps.py --cells 1e13 --traceback --set FETCH_THREAD=True
 
 Runs ``run_job`` on ``--cells`` sampled cells (the proteome with 0) ``--runs``
-times after a warm-up, and for the last run takes every window's span on the
+times after a warm-up (the first run is the first of its size in the process,
+as the command line's only run is), and for each run takes every window's span on the
 GPU (its first event after its slot was freed to its last, CUDA events) and,
 on the host's clock, when the launching thread began to wait for a window's
 end, noticed it, detached it and launched the slot's next window. A gap is a
@@ -43,6 +44,8 @@ from pairalign.kernels.gpu_backend import GPUBackend  # noqa: E402
 from pairalign.scoring import Scoring  # noqa: E402
 
 STAGES = ("notice", "detach", "launch", "freed", "other")
+#: the launching thread's timings printed for each run
+HOST_STAGES = ("launch", "alloc", "layout", "wait", "download", "compact", "copy_out", "place")
 
 
 class Recorder:
@@ -150,6 +153,30 @@ def charge(rows: list[dict], gap: tuple) -> dict[str, float]:
     return out
 
 
+def report(rows: list[dict], least: float, show: int) -> None:
+    """One run's gaps, charged (see the module's docstring), and its longest."""
+    before, found = gaps(rows, least)
+    charged = [charge(rows, g) for g in found]
+    total = {s: sum(c[s] for c in charged) for s in STAGES}
+    idle = sum(g1 - g0 for g0, g1, _, _ in found)
+    print(f"  before the first window {before * 1e3:.1f} ms; {len(found)} gaps "
+          f"between windows, {idle * 1e3:.1f} ms; after the last window's end the run's "
+          f"span ends at {max(r['end'] for r in rows):.3f} s")
+    print("  gaps by what they waited for (ms): "
+          + ", ".join(f"{s} {total[s] * 1e3:.1f}" for s in STAGES))
+    lengths = np.array([g1 - g0 for g0, g1, _, _ in found]) * 1e3
+    if len(lengths):
+        print("  gap ms: median {:.2f}, p90 {:.2f}, max {:.2f}".format(
+            *np.percentile(lengths, [50, 90, 100])))
+    print(f"  longest {show} (ms from the gap's start; window's pairs, cells a pair):")
+    for g, c in sorted(zip(found, charged), key=lambda x: x[0][0] - x[0][1])[:show]:
+        g0, g1, k, p = g
+        w = rows[k]["w"]
+        print(f"    at {g0:7.3f} s  {(g1 - g0) * 1e3:6.2f} ms  "
+              + " ".join(f"{s} {c[s] * 1e3:.2f}" for s in STAGES if c[s])
+              + f"  next: {w.pairs:,} pairs, {w.cells / max(w.pairs, 1):,.0f} cells a pair")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     add_run_arguments(ap)
@@ -175,28 +202,10 @@ def main() -> None:
         tim = be.timings
         print(f"run {run}: wall {wall:.3f} s ({cells / wall / 1e9:.0f} GCUPS), GPU span "
               f"{tim.get('gpu_span', 0):.3f} s, busy {tim.get('gpu_busy', 0):.3f} s, "
-              f"{len(rec.windows)} windows", flush=True)
-    rows = rec.table(be)
-    before, found = gaps(rows, args.least)
-    charged = [charge(rows, g) for g in found]
-    total = {s: sum(c[s] for c in charged) for s in STAGES}
-    idle = sum(g1 - g0 for g0, g1, _, _ in found)
-    print(f"last run: before the first window {before * 1e3:.1f} ms; {len(found)} gaps "
-          f"between windows, {idle * 1e3:.1f} ms; after the last window's end the run's "
-          f"span ends at {max(r['end'] for r in rows):.3f} s")
-    print("  gaps by what they waited for (ms): "
-          + ", ".join(f"{s} {total[s] * 1e3:.1f}" for s in STAGES))
-    lengths = np.array([g1 - g0 for g0, g1, _, _ in found]) * 1e3
-    if len(lengths):
-        print("  gap ms: median {:.2f}, p90 {:.2f}, max {:.2f}".format(
-            *np.percentile(lengths, [50, 90, 100])))
-    print(f"  longest {args.show} (ms from the gap's start; window's pairs, cells a pair):")
-    for g, c in sorted(zip(found, charged), key=lambda x: x[0][0] - x[0][1])[:args.show]:
-        g0, g1, k, p = g
-        w = rows[k]["w"]
-        print(f"    at {g0:7.3f} s  {(g1 - g0) * 1e3:6.2f} ms  "
-              + " ".join(f"{s} {c[s] * 1e3:.2f}" for s in STAGES if c[s])
-              + f"  next: {w.pairs:,} pairs, {w.cells / max(w.pairs, 1):,.0f} cells a pair")
+              f"{len(rec.windows)} windows; launching thread: "
+              + " ".join(f"{k} {v:.3f}" for k, v in tim.items()
+                         if k in HOST_STAGES and v), flush=True)
+        report(rec.table(be), args.least, args.show)
 
 
 if __name__ == "__main__":

@@ -1465,9 +1465,11 @@ walk(
     }
     // local mode: the score of the current state's cell, carried back from the
     // end cell (H = 0 is where the alignment starts; see the top of the file)
-    int i = ei[p], j = ej[p], nops, ident, length;
+    int i = ei[p], j = ej[p], nops = 0, ident = 0, length = 0;
+#ifndef WALK_SKIP  // benchmarks only: what the walks cost (every alignment empty)
     walk_pair<mode>(a, b, tbw, wide, g, gs, short_from, span, matrix, K, go, ge, score[p],
                     op_off[p], op_code, op_len, i, j, nops, ident, length);
+#endif
     out_qb[p] = i;
     out_tb[p] = j;
     out_nops[p] = nops;
