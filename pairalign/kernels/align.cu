@@ -497,8 +497,9 @@ __device__ __forceinline__ unsigned signs2(unsigned x, unsigned y) {
 // y << k (mod 2^32), 255^-1 = 0xfefefeff; and, the bits apart, adding them is
 // or-ing them. The traceback step's instructions are about 7 a row on the ALU
 // pipe against 6 on the FMA pipe, both half rate: TB_MAD_P and TB_MAD_Q (bit
-// r: row r of a lane's stripe; p: bits 0-1, q: bits 2-3) choose which rows'
-// planes move to the FMA pipe.
+// r: row r of a lane's R; p: bits 0-1, q: bits 2-3) choose which rows'
+// planes move to the FMA pipe (the host passes gpu_backend's
+// TRACEBACK_IMAD_ROWS_P and _Q).
 #ifndef TB_MAD_P
 #define TB_MAD_P 0
 #endif

@@ -109,6 +109,15 @@ PACK_GROUP_TRACEBACK = 8
 #: 128 and 64 ran as 256 (1e13 cells, every mode).
 PACK_THREADS = 256
 PACK_THREADS_TRACEBACK = 128
+#: Rows of a packed traceback stripe (bit r: row r of 16) whose bit planes
+#: are added by an IMAD (FMA pipe) instead of a LOP3 (ALU pipe): bits 0-1
+#: (P) and bits 2-3 (Q) of each cell (``align.cu``, ``in_plane``). All of
+#: P's and half of Q's: the local step's ALU-pipe instructions 231 to 209
+#: and FMA-pipe 153 to 173 (SASS). H100, 1e13 cells local, one process,
+#: best of 2 and 3: fill 5.574 against 5.665 s and 5.593 against 5.636 s;
+#: every row of both, 5.687 (benchmarks/NOTES.md, v37).
+TRACEBACK_IMAD_ROWS_P = 0xFFFF
+TRACEBACK_IMAD_ROWS_Q = 0x5555
 #: A window's slot takes the next window once its results are copied out of
 #: it on the device, before the host downloads them (``run_windows``);
 #: False: after the download, as before v12.
@@ -435,6 +444,7 @@ def module_defines() -> tuple[str, ...]:
     return (*(d for pair in shapes for d in pair),
             f"PACK_TB_ROWS={PACK_ROWS_TRACEBACK}", f"PACK_TB_GROUP={PACK_GROUP_TRACEBACK}",
             f"PACK_THREADS={PACK_THREADS}", f"PACK_TB_THREADS={PACK_THREADS_TRACEBACK}",
+            f"TB_MAD_P={TRACEBACK_IMAD_ROWS_P:#x}", f"TB_MAD_Q={TRACEBACK_IMAD_ROWS_Q:#x}",
             f"BOUND_ROWS={BOUND_ROWS}", f"BLOCK_QUERY_PROFILE={int(BLOCK_QUERY_PROFILE)}",
             f"BLOCK_QUERY_PROFILE_TB={int(BLOCK_QUERY_PROFILE_TRACEBACK)}",
             *DEFINES)
