@@ -5,8 +5,9 @@ and settings of ``gpu_backend``.
 
 An item ``DEF`` defines a macro, ``-DDEF=VALUE`` a macro with a value (one of
 ``align.cu``'s ``#ifndef`` settings, ``-DPACK_TB_BLOCKS=5`` say); ``ATTR=VALUE``
-sets ``gpu_backend.ATTR`` (an integer, a float, True, False, None, a tuple
-of strings written ``a+b``, or else a string) for that variant; ``SHAPE=RxG``
+sets ``gpu_backend.ATTR``, and ``module.ATTR=VALUE`` that of
+``pairalign.module`` (an integer, a float, True, False, None, a tuple of
+strings written ``a+b``, or else a string) for that variant; ``SHAPE=RxG``
 sets the packed score-only kernel's shape (rows a lane, lanes a group) in the
 run's mode; ``SOURCE=path`` compiles another version of ``align.cu``.
 
@@ -37,6 +38,15 @@ from pairalign.kernels import gpu_backend as gb  # noqa: E402
 from pairalign.scoring import Scoring  # noqa: E402
 
 
+def owner(attr: str):
+    """The module and name of a setting: ``ATTR`` of ``gpu_backend``, or
+    ``module.ATTR`` of ``pairalign.module`` (``scheduler.lpt.TAIL_SHARE``)."""
+    import importlib
+
+    module, _, name = attr.rpartition(".")
+    return (importlib.import_module(f"pairalign.{module}") if module else gb), name
+
+
 def apply(items, mode="local") -> None:
     """A variant's items in force: its definitions, shape and settings."""
     gb.DEFINES = tuple(i[2:] if i.startswith("-D") else i for i in items
@@ -50,7 +60,7 @@ def apply(items, mode="local") -> None:
             gb.PACK_SHAPES[mode] = (int(rows), int(group))
         elif "=" in item:
             attr, _, value = item.partition("=")
-            setattr(gb, attr, setting(value))
+            setattr(*owner(attr), setting(value))
 
 
 def parse_variants(specs) -> list[tuple[str, tuple[str, ...]]]:
@@ -66,7 +76,7 @@ def parse_variants(specs) -> list[tuple[str, tuple[str, ...]]]:
             attr = item.partition("=")[0]
             if ("=" in item and attr != "SHAPE" and not item.startswith("-D")
                     and attr not in base_settings):
-                base_settings[attr] = getattr(gb, attr)
+                base_settings[attr] = getattr(*owner(attr))
     variants[0] = ("base", tuple(f"{k}={v}" for k, v in base_settings.items()))
     return variants
 

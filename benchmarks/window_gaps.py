@@ -36,10 +36,9 @@ import numpy as np
 from workloads import (add_run_arguments, cells_of, proteome_or_sampled,  # noqa: E402
                        warm_gpu_backend)
 
-from kernel_ab import setting  # noqa: E402
+from kernel_ab import owner, setting  # noqa: E402
 from pairalign.engine import run_job  # noqa: E402
 from pairalign.job import Job, SortedSet  # noqa: E402
-from pairalign.kernels import gpu_backend  # noqa: E402
 from pairalign.kernels.gpu_backend import GPUBackend  # noqa: E402
 from pairalign.scoring import Scoring  # noqa: E402
 
@@ -165,6 +164,11 @@ def report(rows: list[dict], least: float, show: int) -> None:
     print("  gaps by what they waited for (ms): "
           + ", ".join(f"{s} {total[s] * 1e3:.1f}" for s in STAGES))
     lengths = np.array([g1 - g0 for g0, g1, _, _ in found]) * 1e3
+    span = max(r["end"] for r in rows)
+    tenths = np.zeros(10)
+    np.add.at(tenths, np.array([min(int(10 * g0 / span), 9) for g0, _, _, _ in found], int),
+              lengths)
+    print("  gap ms by tenth of the span: " + " ".join(f"{x:.0f}" for x in tenths))
     if len(lengths):
         print("  gap ms: median {:.2f}, p90 {:.2f}, max {:.2f}".format(
             *np.percentile(lengths, [50, 90, 100])))
@@ -182,11 +186,11 @@ def main() -> None:
     add_run_arguments(ap)
     ap.add_argument("--least", type=float, default=1e-4, help="shortest gap counted, s")
     ap.add_argument("--show", type=int, default=12, help="longest gaps listed")
-    ap.add_argument("--set", action="append", default=[], help="ATTR=VALUE of gpu_backend")
+    ap.add_argument("--set", action="append", default=[], help="ATTR=VALUE of gpu_backend (module.ATTR: of pairalign.module)")
     args = ap.parse_args()
     for item in args.set:
         attr, _, value = item.partition("=")
-        setattr(gpu_backend, attr, setting(value))
+        setattr(*owner(attr), setting(value))
     seqs = proteome_or_sampled(args.cells)
     cells = cells_of([len(s) for s in seqs])
     t = time.perf_counter()

@@ -52,7 +52,9 @@ from .pairs import PairBatch, Placement
 from .scheduler import cost as _cost
 from .scheduler.devices import (bind_thread, is_out_of_memory, label as _label,
                                 min_window_pairs, recover, worker_backends)
-from .scheduler.lpt import Cancelled, Item, WorkQueue, balance, lpt_assign, lpt_order
+from .scheduler import lpt as _lpt
+from .scheduler.lpt import (Cancelled, Item, WorkQueue, balance, interleaved, lpt_assign,
+                             lpt_order)
 from .scheduler.windows import BLOCK, Window, plan_windows, split_window, window_pairs
 
 # The plan lives in its own module and is re-exported here; it defines the
@@ -487,7 +489,10 @@ def prepare_work(job: Job, backend, max_memory: int = DEFAULT_MAX_MEMORY,
         other.fit_memory(job, max_memory)
     col_lengths = None if job.triangle else job.cols.lengths
     windows = plan_windows(job.rows.lengths, col_lengths, w)
-    parents = [windows[k] for k in lpt_order([x.cost for x in windows])]
+    order = lpt_order([x.cost for x in windows])
+    if n == 1 and _lpt.INTERLEAVE_ONE_WORKER:
+        order = interleaved(order)
+    parents = [windows[k] for k in order]
     pieces = balance(parents, job.rows.lengths, job.col_set.lengths, n,
                      min_pairs=min_window_pairs(first))
     work = Work(workers, w, parents, pieces)

@@ -25,8 +25,9 @@ from pairalign.pairs import PairBatch
 from pairalign.progress import ProgressBar, chain, terminal_progress
 from pairalign.scheduler import cost
 from pairalign.scheduler.devices import worker_backends
-from pairalign.scheduler.lpt import (Item, WorkQueue, balance, lpt_assign, lpt_bound,
-                                     lpt_order)
+from pairalign.scheduler import lpt
+from pairalign.scheduler.lpt import (Item, WorkQueue, balance, interleaved, lpt_assign,
+                                     lpt_bound, lpt_order)
 from pairalign.scheduler.windows import BLOCK, make_window, plan_windows, window_pairs
 from pairalign.scoring import Scoring
 
@@ -175,6 +176,24 @@ def covered(job, batches):
 def test_lpt_order_largest_first_stable():
     assert lpt_order([3, 9, 3, 1, 9]) == [1, 4, 0, 2, 3]
     assert lpt_order([]) == []
+
+
+@pytest.mark.parametrize("interleave", [False, True])
+def test_one_worker_runs_its_windows_largest_first_or_interleaved(tri, interleave,
+                                                                  monkeypatch):
+    """INTERLEAVE_ONE_WORKER: one worker's windows go largest, smallest,
+    second largest, ...; the results are the same."""
+    job, ref = tri
+    monkeypatch.setattr(lpt, "INTERLEAVE_ONE_WORKER", interleave)
+    costs = [w.cost for w in prepare_work(job, CPUBackend(), width=32).parents]
+    largest_first = sorted(costs, reverse=True)
+    assert len(set(costs)) > 2
+    assert costs == ([largest_first[k] for k in interleaved(range(len(costs)))] if interleave
+                     else largest_first)
+    # several workers keep LPT order
+    costs = [w.cost for w in prepare_work(job, [CPUBackend(), CPUBackend()], width=32).parents]
+    assert costs == largest_first
+    same(run_job(job, CPUBackend(), width=32), ref)
 
 
 def test_lpt_assign_takes_idle_first():

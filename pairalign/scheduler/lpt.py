@@ -42,6 +42,31 @@ def lpt_order(costs: Sequence[float]) -> list[int]:
     return sorted(range(len(costs)), key=lambda k: (-costs[k], k))
 
 
+#: One worker: run the windows in :func:`interleaved` LPT order instead of
+#: largest first. A window's host work (its results' download and placing)
+#: follows its pairs, its device work its cells; largest first, the windows
+#: of the shortest sequences, many pairs of few cells, come last, where the
+#: host's work on one outlasts the device's on the next and nothing is left
+#: to hide the last ones' behind.
+INTERLEAVE_ONE_WORKER = False
+
+
+def interleaved(order: Sequence[int]) -> list[int]:
+    """``order``'s first, its last, its second, its second last, and so on.
+
+    >>> interleaved([5, 4, 3, 2, 1])
+    [5, 1, 4, 2, 3]
+    """
+    out = []
+    lo, hi = 0, len(order) - 1
+    while lo <= hi:
+        out.append(order[lo])
+        if lo < hi:
+            out.append(order[hi])
+        lo, hi = lo + 1, hi - 1
+    return out
+
+
 @dataclass
 class Assignment:
     """Which worker runs which job under list scheduling, and the loads."""
