@@ -6,7 +6,8 @@ The run, in order:
    sorted positions, ``W`` from the memory budget (:func:`window_width`).
 2. **LPT.** Windows are ranked by cost (DP cells), largest first; with several
    workers, large ones are cut further so that the workers can balance
-   (:func:`pairalign.scheduler.lpt.balance`).
+   (:func:`pairalign.scheduler.lpt.balance`); one worker takes them
+   interleaved, largest, smallest, second largest, ...
 3. **Workers.** One thread per worker: per GPU a backend of its own
    (``GPUBackend(devices=[d])``, its own prepared state: sequences on that
    device), or one CPU backend whose numba kernels use the cores inside each
@@ -444,7 +445,8 @@ class Work:
 
     workers: list
     width: int
-    #: planned windows, in LPT rank order (largest first)
+    #: planned windows, in the order they run: LPT rank order (largest first),
+    #: for one worker interleaved (:data:`~.scheduler.lpt.INTERLEAVE_ONE_WORKER`)
     parents: list[Window]
     #: each parent's pieces: cut so that several workers balance, then (GPU) so
     #: that each fits the first device's memory
@@ -472,7 +474,8 @@ class Work:
 
 def prepare_work(job: Job, backend, max_memory: int = DEFAULT_MAX_MEMORY,
                  width: int | None = None, n_workers: int | None = None) -> Work:
-    """Workers, window width, windows in LPT order and their pieces.
+    """Workers, window width, windows in LPT order (one worker's interleaved:
+    :data:`~.scheduler.lpt.INTERLEAVE_ONE_WORKER`) and their pieces.
 
     For a device backend (one with ``window_bytes``), pieces are fitted here, as
     the engine always did, to the first device's budget while nothing runs on

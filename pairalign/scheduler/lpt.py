@@ -12,7 +12,10 @@ Windows are cut first by the engine (width from memory, see
   (:func:`balance`): no piece costs more than ``total / (granularity x workers)``,
   and none falls under ``min_pairs`` pairs (a GPU needs many pairs per launch);
 - ordered: *parents* (the planned windows) by cost, largest first; a parent's
-  pieces by cost, largest first, right after it (:func:`lpt_order`);
+  pieces by cost, largest first, right after it (:func:`lpt_order`); for one
+  worker the parents interleaved, largest, smallest, second largest, ...
+  (:data:`INTERLEAVE_ONE_WORKER`), so that the host's work on the results
+  of the many small pairs hides behind the device's on large ones;
 - handed out by a :class:`WorkQueue`, in that order, to whichever worker asks.
   Work put back after a failure (a window split, or to be retried alone) keeps
   its parent's rank, so it runs before any later parent.
@@ -47,8 +50,12 @@ def lpt_order(costs: Sequence[float]) -> list[int]:
 #: follows its pairs, its device work its cells; largest first, the windows
 #: of the shortest sequences, many pairs of few cells, come last, where the
 #: host's work on one outlasts the device's on the next and nothing is left
-#: to hide the last ones' behind.
-INTERLEAVE_ONE_WORKER = False
+#: to hide the last ones' behind. Interleaved, each follows a large window.
+#: H100, 1e13 cells score-only, one process, best of 3: local 2.290 to
+#: 2.218 s, global 1.937 to 1.870, semiglobal 2.412 to 2.279 (the GPU's span
+#: now its busy time); local with traceback 5.729 and 5.754 s (level);
+#: benchmarks/NOTES.md, v37.
+INTERLEAVE_ONE_WORKER = True
 
 
 def interleaved(order: Sequence[int]) -> list[int]:
