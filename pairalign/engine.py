@@ -473,9 +473,12 @@ class Work:
 
 
 def prepare_work(job: Job, backend, max_memory: int = DEFAULT_MAX_MEMORY,
-                 width: int | None = None, n_workers: int | None = None) -> Work:
-    """Workers, window width, windows in LPT order (one worker's interleaved:
-    :data:`~.scheduler.lpt.INTERLEAVE_ONE_WORKER`) and their pieces.
+                 width: int | None = None, n_workers: int | None = None,
+                 ordered: bool = False) -> Work:
+    """Workers, window width, windows in LPT order (one worker's interleaved,
+    :data:`~.scheduler.lpt.INTERLEAVE_ONE_WORKER`, unless they are for an
+    ``ordered`` stream, whose batches come largest first on any number of
+    workers) and their pieces.
 
     For a device backend (one with ``window_bytes``), pieces are fitted here, as
     the engine always did, to the first device's budget while nothing runs on
@@ -493,7 +496,7 @@ def prepare_work(job: Job, backend, max_memory: int = DEFAULT_MAX_MEMORY,
     col_lengths = None if job.triangle else job.cols.lengths
     windows = plan_windows(job.rows.lengths, col_lengths, w)
     order = lpt_order([x.cost for x in windows])
-    if n == 1 and _lpt.INTERLEAVE_ONE_WORKER:
+    if n == 1 and not ordered and _lpt.INTERLEAVE_ONE_WORKER:
         order = interleaved(order)
     parents = [windows[k] for k in order]
     pieces = balance(parents, job.rows.lengths, job.col_set.lengths, n,
@@ -1049,7 +1052,7 @@ def iter_windows(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
                                     timings=timings)
         return
     clock = time.perf_counter()
-    work = prepare_work(job, backend, max_memory, width)
+    work = prepare_work(job, backend, max_memory, width, ordered=ordered)
     first = work.workers[0]
     if fallback == "auto":
         fallback = _default_fallback(first)

@@ -182,7 +182,7 @@ def test_lpt_order_largest_first_stable():
 def test_one_worker_runs_its_windows_largest_first_or_interleaved(tri, interleave,
                                                                   monkeypatch):
     """INTERLEAVE_ONE_WORKER: one worker's windows go largest, smallest,
-    second largest, ...; the results are the same."""
+    second largest, ... (not for an ordered stream); the results are the same."""
     job, ref = tri
     monkeypatch.setattr(lpt, "INTERLEAVE_ONE_WORKER", interleave)
     costs = [w.cost for w in prepare_work(job, CPUBackend(), width=32).parents]
@@ -190,9 +190,10 @@ def test_one_worker_runs_its_windows_largest_first_or_interleaved(tri, interleav
     assert len(set(costs)) > 2
     assert costs == ([largest_first[k] for k in interleaved(range(len(costs)))] if interleave
                      else largest_first)
-    # several workers keep LPT order
-    costs = [w.cost for w in prepare_work(job, [CPUBackend(), CPUBackend()], width=32).parents]
-    assert costs == largest_first
+    # several workers, and an ordered stream's one, keep LPT order
+    for backend, ordered in (([CPUBackend(), CPUBackend()], False), (CPUBackend(), True)):
+        work = prepare_work(job, backend, width=32, ordered=ordered)
+        assert [w.cost for w in work.parents] == largest_first
     same(run_job(job, CPUBackend(), width=32), ref)
 
 

@@ -14,8 +14,9 @@ Windows are cut first by the engine (width from memory, see
 - ordered: *parents* (the planned windows) by cost, largest first; a parent's
   pieces by cost, largest first, right after it (:func:`lpt_order`); for one
   worker the parents interleaved, largest, smallest, second largest, ...
-  (:data:`INTERLEAVE_ONE_WORKER`), so that the host's work on the results
-  of the many small pairs hides behind the device's on large ones;
+  (:data:`INTERLEAVE_ONE_WORKER`, except for an ordered stream), so that the
+  host's work on the results of the many small pairs hides behind the
+  device's on large ones;
 - handed out by a :class:`WorkQueue`, in that order, to whichever worker asks.
   Work put back after a failure (a window split, or to be retried alone) keeps
   its parent's rank, so it runs before any later parent.
@@ -53,8 +54,10 @@ def lpt_order(costs: Sequence[float]) -> list[int]:
 #: to hide the last ones' behind. Interleaved, each follows a large window.
 #: H100, 1e13 cells score-only, one process, best of 3: local 2.290 to
 #: 2.218 s, global 1.937 to 1.870, semiglobal 2.412 to 2.279 (the GPU's span
-#: now its busy time); local with traceback 5.729 and 5.754 s (level);
-#: benchmarks/NOTES.md, v37.
+#: now its busy time); local with traceback 5.729 and 5.754 s, global 9.026
+#: and 8.879 s (level); benchmarks/NOTES.md, v37. Not for an ordered stream
+#: (``iter_windows(ordered=True)``), whose batches come largest first on any
+#: number of workers.
 INTERLEAVE_ONE_WORKER = True
 
 
