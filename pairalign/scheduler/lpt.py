@@ -51,7 +51,7 @@ def lpt_order(costs: Sequence[float]) -> list[int]:
 #: follows its pairs, its device work its cells; largest first, the windows
 #: of the shortest sequences, many pairs of few cells, come last, where the
 #: host's work on one outlasts the device's on the next and nothing is left
-#: to hide the last ones' behind. Interleaved, each follows a large window.
+#: to hide the last ones behind. Interleaved, each follows a large window.
 #: H100, 1e13 cells score-only, one process, best of 3: local 2.290 to
 #: 2.218 s, global 1.937 to 1.870, semiglobal 2.412 to 2.279 (the GPU's span
 #: now its busy time); local with traceback 5.729 and 5.754 s, global 9.026
