@@ -5,8 +5,8 @@
 
 Runs ``run_job`` on ``--cells`` sampled cells (the proteome with 0) ``--runs``
 times after a warm-up (the first run is the first of its size in the process,
-as the command line's only run is), and for each run takes every window's span on the
-GPU (its first event after its slot was freed to its last, CUDA events) and,
+as the command line's only run is), and for each run takes every window's
+span on the GPU (its first event after its slot was freed to its last, CUDA events) and,
 on the host's clock, when the launching thread began to wait for a window's
 end, noticed it, detached it and launched the slot's next window. A gap is a
 stretch of the run in which no window's span is open; each is charged to the
@@ -158,13 +158,13 @@ def report(rows: list[dict], least: float, show: int) -> None:
     charged = [charge(rows, g) for g in found]
     total = {s: sum(c[s] for c in charged) for s in STAGES}
     idle = sum(g1 - g0 for g0, g1, _, _ in found)
+    span = max(r["end"] for r in rows)
     print(f"  before the first window {before * 1e3:.1f} ms; {len(found)} gaps "
           f"between windows, {idle * 1e3:.1f} ms; after the last window's end the run's "
-          f"span ends at {max(r['end'] for r in rows):.3f} s")
+          f"span ends at {span:.3f} s")
     print("  gaps by what they waited for (ms): "
           + ", ".join(f"{s} {total[s] * 1e3:.1f}" for s in STAGES))
     lengths = np.array([g1 - g0 for g0, g1, _, _ in found]) * 1e3
-    span = max(r["end"] for r in rows)
     tenths = np.zeros(10)
     np.add.at(tenths, np.array([min(int(10 * g0 / span), 9) for g0, _, _, _ in found], int),
               lengths)
@@ -186,7 +186,8 @@ def main() -> None:
     add_run_arguments(ap)
     ap.add_argument("--least", type=float, default=1e-4, help="shortest gap counted, s")
     ap.add_argument("--show", type=int, default=12, help="longest gaps listed")
-    ap.add_argument("--set", action="append", default=[], help="ATTR=VALUE of gpu_backend (module.ATTR: of pairalign.module)")
+    ap.add_argument("--set", action="append", default=[],
+                    help="ATTR=VALUE of gpu_backend (module.ATTR: of pairalign.module)")
     args = ap.parse_args()
     for item in args.set:
         attr, _, value = item.partition("=")
