@@ -247,6 +247,19 @@ def test_operation_offsets_summed_on_the_device_or_the_host(data_dir, monkeypatc
     assert_same(cpu, gpu)
 
 
+@pytest.mark.parametrize("rows_p,rows_q", [(0, 0), (0x00FF, 0xF0F0)])
+@pytest.mark.parametrize("mode", ["local", "global", "semiglobal"])
+def test_traceback_planes_added_by_lop3_or_imad(data_dir, monkeypatch, mode, rows_p, rows_q):
+    """The packed traceback's bit planes added by a LOP3 or by an IMAD, row
+    by row (TRACEBACK_IMAD_ROWS_P and _Q; the default takes every row of P
+    and every other row of Q): none, or a mix over both stripes of a lane
+    and the short last band's 8 rows. The CPU's alignments either way."""
+    monkeypatch.setattr(gpu_backend, "TRACEBACK_IMAD_ROWS_P", rows_p)
+    monkeypatch.setattr(gpu_backend, "TRACEBACK_IMAD_ROWS_Q", rows_q)
+    cpu, gpu = both(data_dir / "adeno_fiber.faa", mode=mode, traceback=True, window=32)
+    assert_same(cpu, gpu)
+
+
 @pytest.mark.parametrize("mode", ["local", "local bounded", "global"])
 @pytest.mark.parametrize("ahead,staging", [(2, None), (1, 4099)])
 @pytest.mark.parametrize("traceback", [True, False])
