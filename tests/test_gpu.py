@@ -446,6 +446,33 @@ def test_random_lengths_and_scoring(mode, matrix, go, ge, traceback):
     assert_same(cpu, gpu)
 
 
+@pytest.mark.parametrize("which", ["adeno", "genes", "random", "rectangle"])
+def test_semiglobal_traceback_with_the_query_padded_on_top(data_dir, monkeypatch, which):
+    """SEMIGLOBAL_TRACEBACK_TOP_PAD: the packed pairs' queries padded on top to
+    whole stripes (the walk reads row i at row i + pad), on proteins, DNA,
+    random lengths from 1 (ragged windows, short last bands) and a
+    rectangle: the CPU's alignments."""
+    monkeypatch.setattr(gpu_backend, "SEMIGLOBAL_TRACEBACK_TOP_PAD", True)
+    kw = dict(mode="semiglobal", traceback=True)
+    if which == "adeno":
+        cpu, gpu = both(data_dir / "adeno_fiber.faa", **kw)
+    elif which == "genes":
+        cpu, gpu = both(pairalign.read_sequences(data_dir / "genes_CP040672.fna").sequences[:40],
+                        **kw)
+    elif which == "random":
+        rng = np.random.default_rng(11)
+        letters = np.array(list("ACDEFGHIKLMNPQRSTVWYX"))
+        lengths = np.concatenate([[1, 2, 15, 16, 17, 2000], rng.integers(1, 700, 41)])
+        cpu, gpu = both(["".join(rng.choice(letters, n)) for n in lengths], window=16,
+                        matrix="BLOSUM45", gap_open=15, gap_extend=2, **kw)
+    else:
+        recs = pairalign.read_sequences(data_dir / "adeno_fiber.faa")
+        q, t = recs.sequences[:20], recs.sequences[20:90]
+        cpu = pairalign.align_many(q, t, backend="cpu", **kw)
+        gpu = pairalign.align_many(q, t, backend="gpu", **kw)
+    assert_same(cpu, gpu)
+
+
 def test_query_target_rectangle(data_dir):
     recs = pairalign.read_sequences(data_dir / "adeno_fiber.faa")
     q, t = recs.sequences[:20], recs.sequences[20:90]

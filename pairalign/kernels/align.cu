@@ -515,6 +515,16 @@ __device__ __forceinline__ unsigned in_plane(unsigned acc, unsigned s, int k, bo
     return acc | (s & (0x01010101u << k));
 }
 
+// Semiglobal with traceback, the packed pairs' query padded on top as
+// score-only (Stripe2::top_pad), so that row n's H is the stripe's last
+// row's: without it, in a query's last band the lane that holds row n takes
+// its H out of the stripe every column (Stripe2::row, a chain of masks)
+// while the group's other lanes wait. walk_pair then reads row i at row i
+// + pad of the words. The host passes gpu_backend.SEMIGLOBAL_TRACEBACK_TOP_PAD.
+#ifndef TB_TOP_PAD
+#define TB_TOP_PAD 0
+#endif
+
 // R rows a lane: 8, 16 or 32 (with traceback a 32-bit word a column per 8 rows).
 template <int mode, bool want_tb, int R>
 struct Stripe2 {
@@ -524,7 +534,7 @@ struct Stripe2 {
     // of a stripe: its end-cell tracking reads hl[R - 1] instead of choosing
     // among R rows every column (which took registers enough to spill at 32
     // rows a lane).
-    static constexpr bool top_pad = mode == SEMIGLOBAL && !want_tb;
+    static constexpr bool top_pad = mode == SEMIGLOBAL && (!want_tb || TB_TOP_PAD);
     unsigned hl[R], el[R];
 
     // el holds E of the next column's cell, E[i][j + 1]; F comes in as F of
@@ -1337,7 +1347,7 @@ __device__ __forceinline__ void walk_pair(
      const unsigned char* a, const unsigned char* b, const unsigned int* tbw, bool wide,
      int g, int gs, int short_from, long long span, const int* matrix, int K, int go, int ge,
      int v, long long op_off, unsigned char* op_code, int* op_len, int& i, int& j, int& nops,
-     int& ident, int& length)
+     int& ident, int& length, int pad = 0)
 {
     int state = 0;
     ident = 0;
@@ -1365,8 +1375,8 @@ __device__ __forceinline__ void walk_pair(
             }
             break;
         }
-        const int r = (i - 1) % STRIPE;
-        const int s = (i - 1) / STRIPE;
+        const int r = (i - 1 + pad) % STRIPE;  // pad: the fill's top pad (TB_TOP_PAD)
+        const int s = (i - 1 + pad) / STRIPE;
         if (s != ahead_s || ahead_n == 0) {
             const int l = s - short_from;
             const int band = s >> gs_shift, in_band = s & (gs - 1);
@@ -1456,11 +1466,16 @@ walk(
     // a packed pair's short last band (fill_pack): from the rows its couple
     // filled, a query couple's (the first nqpack pairs, p and p ^ 1) the
     // longer query's
-    int short_from = NO_SHORT_BAND;
+    int short_from = NO_SHORT_BAND, pad = 0;
+    if (Stripe2<mode, true, PACK_TB_ROWS>::top_pad && p < npack) {
+        const int n = (int)(offsets[pair_row[p] + 1] - offsets[pair_row[p]]);
+        pad = (PACK_TB_ROWS - n % PACK_TB_ROWS) % PACK_TB_ROWS;  // TargetCouple::pad
+    }
     if (short_last_band<true, PACK_TB_ROWS> && p < npack) {
         int rows = (int)(offsets[pair_row[p] + 1] - offsets[pair_row[p]]);
         if (p < nqpack)
             rows = max(rows, (int)(offsets[pair_row[p ^ 1] + 1] - offsets[pair_row[p ^ 1]]));
+        rows += pad;
         const int full = whole_band_stripes<true, PACK_TB_ROWS, PACK_TB_GROUP>(rows);
         if (full * PACK_TB_ROWS < rows) short_from = full * TB_STRIPES;
     }
@@ -1469,7 +1484,7 @@ walk(
     int i = ei[p], j = ej[p], nops = 0, ident = 0, length = 0;
 #ifndef WALK_SKIP  // benchmarks only: what the walks cost (every alignment empty)
     walk_pair<mode>(a, b, tbw, wide, g, gs, short_from, span, matrix, K, go, ge, score[p],
-                    op_off[p], op_code, op_len, i, j, nops, ident, length);
+                    op_off[p], op_code, op_len, i, j, nops, ident, length, pad);
 #endif
     out_qb[p] = i;
     out_tb[p] = j;

@@ -118,6 +118,11 @@ PACK_THREADS_TRACEBACK = 128
 #: every row of both, 5.687 (benchmarks/NOTES.md, v37).
 TRACEBACK_IMAD_ROWS_P = 0xFFFF
 TRACEBACK_IMAD_ROWS_Q = 0x5555
+#: Semiglobal with traceback, the packed pairs' queries padded on top to
+#: whole stripes, as score-only, so that the last row's H is the stripe's
+#: last (``align.cu``, ``TB_TOP_PAD``): without it the lane that holds row n
+#: takes its H out of the stripe every column of the query's last band.
+SEMIGLOBAL_TRACEBACK_TOP_PAD = False
 #: A window's slot takes the next window once its results are copied out of
 #: it on the device, before the host downloads them (``run_windows``);
 #: False: after the download, as before v12.
@@ -445,6 +450,7 @@ def module_defines() -> tuple[str, ...]:
             f"PACK_TB_ROWS={PACK_ROWS_TRACEBACK}", f"PACK_TB_GROUP={PACK_GROUP_TRACEBACK}",
             f"PACK_THREADS={PACK_THREADS}", f"PACK_TB_THREADS={PACK_THREADS_TRACEBACK}",
             f"TB_MAD_P={TRACEBACK_IMAD_ROWS_P:#x}", f"TB_MAD_Q={TRACEBACK_IMAD_ROWS_Q:#x}",
+            f"TB_TOP_PAD={int(SEMIGLOBAL_TRACEBACK_TOP_PAD)}",
             f"BOUND_ROWS={BOUND_ROWS}", f"BLOCK_QUERY_PROFILE={int(BLOCK_QUERY_PROFILE)}",
             f"BLOCK_QUERY_PROFILE_TB={int(BLOCK_QUERY_PROFILE_TRACEBACK)}",
             *DEFINES)
