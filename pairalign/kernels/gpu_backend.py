@@ -121,8 +121,11 @@ TRACEBACK_IMAD_ROWS_Q = 0x5555
 #: Semiglobal with traceback, the packed pairs' queries padded on top to
 #: whole stripes, as score-only, so that the last row's H is the stripe's
 #: last (``align.cu``, ``TB_TOP_PAD``): without it the lane that holds row n
-#: takes its H out of the stripe every column of the query's last band.
-SEMIGLOBAL_TRACEBACK_TOP_PAD = False
+#: takes its H out of the stripe every column of the query's last band. The
+#: step loop 648 to 564 instructions (SASS); H100, one process, best of 3:
+#: fill at 1e12 cells 0.689 to 0.656 s, the proteome's 0.198 to 0.190 s
+#: (benchmarks/NOTES.md, v37).
+SEMIGLOBAL_TRACEBACK_TOP_PAD = True
 #: A window's slot takes the next window once its results are copied out of
 #: it on the device, before the host downloads them (``run_windows``);
 #: False: after the download, as before v12.
