@@ -520,7 +520,9 @@ __device__ __forceinline__ unsigned in_plane(unsigned acc, unsigned s, int k, bo
 // row's: without it, in a query's last band the lane that holds row n takes
 // its H out of the stripe every column (Stripe2::row, a chain of masks)
 // while the group's other lanes wait. walk_pair then reads row i at row i
-// + pad of the words. The host passes gpu_backend.SEMIGLOBAL_TRACEBACK_TOP_PAD.
+// + pad of the words (target couples only: semiglobal with traceback has no
+// query couples, gpu_backend._query_band). The host passes
+// gpu_backend.SEMIGLOBAL_TRACEBACK_TOP_PAD.
 #ifndef TB_TOP_PAD
 #define TB_TOP_PAD 0
 #endif
