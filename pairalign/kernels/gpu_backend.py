@@ -140,8 +140,9 @@ PINNED_DOWNLOADS = True
 #: on the launching thread, between a launch and the next wait. Off: at 1e13
 #: cells on the H100 it changed nothing (local with traceback 6.216 against
 #: 6.221 s, score-only 2.320 against 2.294 s): the gaps between windows were
-#: the detach's (benchmarks/NOTES.md, v36). Not yet measured with
-#: DEVICE_OP_OFFSETS.
+#: the detach's (benchmarks/NOTES.md, v36). With DEVICE_OP_OFFSETS, on an
+#: H200 at 1e13 cells local with traceback, slower: 5.461 and 5.395 s against
+#: 5.273 s, its downloads taking 1.87-2.24 s against 0.83 s (v37).
 FETCH_THREAD = False
 #: With FETCH_THREAD, the most detached windows whose downloads have not ended
 #: (their results wait in device memory meanwhile); the launching thread
