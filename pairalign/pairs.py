@@ -393,7 +393,9 @@ class Placement:
         placement takes the windows of one device backend, besides host
         ones), the others are placed on the host after it. Where the device
         has not the memory to place them all (``owner.can_place_ops``), its
-        operations come to the host as they are and are placed there too."""
+        operations come to the host as they are and are placed there too.
+        Where a device holds every pair's operations and sums their offsets
+        itself, it places them while the host makes the columns."""
         t = time.perf_counter()
         try:
             return self._finish()
@@ -401,6 +403,36 @@ class Placement:
             self.spent["finish"] += time.perf_counter() - t
 
     def _finish(self) -> PairBatch:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(1, thread_name_prefix="pairalign-place") as pool:
+            early = self._place_early(pool)
+            return self._finish_columns(early)
+
+    def _device_owner(self):
+        """The one device backend whose windows left operations there, or None."""
+        if not self.device_ops:
+            return None
+        owners = {id(ops.owner): ops.owner for _, ops in self.device_ops}
+        if len(owners) > 1:
+            raise ValueError("operations left on more than one device backend")
+        return next(iter(owners.values()))
+
+    def _place_early(self, pool):
+        """Where every pair's operations are on one device that sums their
+        offsets itself (``owner.offsets_on_device``), their placement and
+        download on ``pool``, beside the host's pass over the counts: a
+        future of ``(code, length)``; else None."""
+        owner = self._device_owner()
+        if owner is None or self.ops or not getattr(owner, "offsets_on_device", False):
+            return None
+        total = sum(int(ops.code.size) for _, ops in self.device_ops)
+        npairs = len(self.cols["query"])
+        if not owner.can_place_ops(total, npairs, offsets_on_device=True):
+            return None
+        return pool.submit(owner.place_ops, self.device_ops, None, total, npairs)
+
+    def _finish_columns(self, early) -> PairBatch:
         from .kernels import batch_ops
 
         self._known_columns(wait=True)
@@ -415,11 +447,13 @@ class Placement:
         batch_ops.prefix_sums(self.counts, offsets)
         total = int(offsets[-1])
         code = length = None
-        if self.device_ops:
-            owners = {id(ops.owner): ops.owner for _, ops in self.device_ops}
-            if len(owners) > 1:
-                raise ValueError("operations left on more than one device backend")
-            owner = next(iter(owners.values()))
+        if early is not None:
+            code, length = early.result()
+            if len(code) != total:
+                raise RuntimeError(f"the device placed {len(code)} operations where the "
+                                   f"pairs' counts sum to {total}")
+        elif self.device_ops:
+            owner = self._device_owner()
             if owner.can_place_ops(total, len(self.counts)):
                 code, length = owner.place_ops(self.device_ops, offsets, total)
             else:

@@ -343,26 +343,30 @@ def test_query_couples_with_a_profile_a_block(monkeypatch, mode, traceback, bloc
     assert_same(cpu, gpu)
 
 
+@pytest.mark.parametrize("own_offsets", [True, False])
 @pytest.mark.parametrize("mode", ["global", "local"])
 @pytest.mark.parametrize("kept,share,reserve,room", [
     (True, 0.1, 0.05, True), (True, None, 0.05, True), (True, 1e-7, 0.05, True),
     (True, 0.1, 1.0, True), (True, 0.1, 0.05, False), (False, 0.1, 0.05, True)])
 def test_operations_placed_on_the_device_or_the_host(data_dir, monkeypatch, mode, kept, share,
-                                                     reserve, room):
+                                                     reserve, room, own_offsets):
     """Every window's operations left on the device and placed there at the
     end (a share of memory for them, or none), some of them (the share runs
     out), none (no memory may be taken: a reserve of all of it), or left
     there but placed on the host (no room to place them on the device:
-    ``room`` False)."""
+    ``room`` False). Where every window's stayed, the device sums their
+    offsets itself (``own_offsets``: PLACE_OFFSETS_ON_DEVICE) or takes the
+    host's."""
     monkeypatch.setattr(gpu_backend, "DEVICE_PLACEMENT", kept)
     monkeypatch.setattr(gpu_backend, "DEVICE_OPS_SHARE", share)
     monkeypatch.setattr(gpu_backend, "DEVICE_OPS_RESERVE", reserve)
-    placed = []
+    monkeypatch.setattr(gpu_backend, "PLACE_OFFSETS_ON_DEVICE", own_offsets)
+    asked = []  # (offsets on the device, whether the memory was there)
     can_place = gpu_backend.GPUBackend.can_place_ops
 
-    def spy(self, total, npairs):
-        placed.append(can_place(self, total, npairs))
-        return room and placed[-1]
+    def spy(self, total, npairs, offsets_on_device=False):
+        asked.append((offsets_on_device, can_place(self, total, npairs, offsets_on_device)))
+        return room and asked[-1][1]
 
     monkeypatch.setattr(gpu_backend.GPUBackend, "can_place_ops", spy)
     kw = dict(mode=mode, traceback=True, window=32)
@@ -370,8 +374,18 @@ def test_operations_placed_on_the_device_or_the_host(data_dir, monkeypatch, mode
     # one device: operations stay on a device only where one backend runs every window
     gpu = pairalign.align_all(path, backend="gpu", devices=[0], **kw)
     assert_same(pairalign.align_all(path, backend="cpu", **kw), gpu)
-    # asked once where any window's operations stayed, and there was room
-    assert placed == ([True] if kept and reserve < 1 else [])
+    # asked where any window's operations stayed (there was memory each time):
+    # first with its own offsets where every window's stayed, then (no room
+    # for those) with the host's
+    if not kept or reserve >= 1:
+        assert asked == []
+        return
+    assert all(memory for _, memory in asked)
+    ways = [own for own, _ in asked]
+    assert ways in ([False], [True] if room else [True, False])
+    assert own_offsets or ways == [False]
+    if own_offsets and share != 1e-7:  # every window's operations stayed
+        assert ways[0]
 
 
 @pytest.mark.skipif(gpu_count() < 2, reason="needs two CUDA devices")
@@ -386,7 +400,8 @@ def test_several_devices_place_operations_on_the_host(data_dir, monkeypatch, mod
     monkeypatch.setattr(gpu_backend, "FETCH_THREAD", fetch_thread)
     asked = []
     monkeypatch.setattr(gpu_backend.GPUBackend, "can_place_ops",
-                        lambda self, total, npairs: asked.append(total) or True)
+                        lambda self, total, npairs, offsets_on_device=False:
+                        asked.append(total) or True)
     kw = dict(mode=mode, traceback=True, window=32)
     path = data_dir / "adeno_fiber.faa"
     two = pairalign.align_all(path, backend="gpu", devices=[0, 1], **kw)

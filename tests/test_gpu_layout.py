@@ -366,40 +366,68 @@ class _DeviceArray:
         self.data = type("Pointer", (), {"ptr": self.host.ctypes.data})()
 
 
-def fake_cupy():
-    """The CuPy calls ``_download`` makes, on host memory."""
+def fake_cupy(syncs: list | None = None):
+    """The CuPy calls ``_download`` makes, on host memory: copies at once,
+    and events whose waits are counted in ``syncs``."""
     import ctypes
     from types import SimpleNamespace
 
+    class Event:
+        def __init__(self, block=False, disable_timing=False):
+            pass
+
+        def record(self, stream=None):
+            pass
+
+        def synchronize(self):
+            if syncs is not None:
+                syncs.append(1)
+
     runtime = SimpleNamespace(memcpyDeviceToHost=2,
                               memcpyAsync=lambda dst, src, n, kind, stream: ctypes.memmove(dst, src, n))
-    return SimpleNamespace(ascontiguousarray=lambda a: a, cuda=SimpleNamespace(runtime=runtime))
+    return SimpleNamespace(ascontiguousarray=lambda a: a,
+                           cuda=SimpleNamespace(runtime=runtime, Event=Event))
 
 
 @pytest.mark.parametrize("piece", [5, 4 << 20])
-@pytest.mark.parametrize("staging", [7, 64, 4099, 1 << 20])
+@pytest.mark.parametrize("staging", [2, 7, 64, 4099, 1 << 20])
 def test_download_through_staging_pieces(monkeypatch, staging, piece):
-    """Arrays of several types, empty ones among them, pass through a staging
-    buffer smaller or larger than they are, cut mid-element, and are copied
-    out of it in pieces on threads or whole: each comes back whole."""
+    """Arrays of several types, empty ones among them, pass through the two
+    halves of a staging buffer smaller or larger than they are, cut
+    mid-element, and are copied out of it in pieces on threads or whole:
+    each comes back whole, one wait for each half filled."""
     from types import SimpleNamespace
 
     monkeypatch.setattr(gpu_backend, "STAGING_BYTES", staging)
     monkeypatch.setattr(gpu_backend, "COPY_PIECE", piece)
     be = object.__new__(GPUBackend)
-    be.cp, be.timings, be._pinned, be._copiers = fake_cupy(), {}, {}, None
+    syncs = []
+    be.cp, be.timings, be._pinned, be._copiers = fake_cupy(syncs), {}, {}, None
     be._timings_lock = threading.Lock()
     be._empty_pinned = lambda n: np.full(n, 0xAB, np.uint8)
-    syncs = []
-    be._host_stream = lambda: SimpleNamespace(ptr=0, synchronize=lambda: syncs.append(1))
+    be._host_stream = lambda: SimpleNamespace(ptr=0)
     rng = np.random.default_rng(staging)
     arrays = [rng.integers(-2**31, 2**31, 1000).astype(np.int32), np.zeros(0, np.int64),
               rng.integers(0, 255, 333).astype(np.uint8), np.arange(1001, dtype=np.int64)]
     got = be._download([_DeviceArray(a) for a in arrays])
     for a, g in zip(arrays, got):
         assert g.dtype == a.dtype and np.array_equal(g, a)
-    assert len(syncs) == max(1, -(-sum(a.nbytes for a in arrays) // staging))
+    assert len(syncs) == max(1, -(-sum(a.nbytes for a in arrays) // (staging // 2)))
     assert be._pinned[0].nbytes == staging
+
+
+def test_download_needs_a_staging_buffer_of_two_halves(monkeypatch):
+    """A staging buffer of one byte has no halves: a clear error, not a hang."""
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(gpu_backend, "STAGING_BYTES", 1)
+    be = object.__new__(GPUBackend)
+    be.cp, be.timings, be._pinned, be._copiers = fake_cupy(), {}, {}, None
+    be._timings_lock = threading.Lock()
+    be._empty_pinned = lambda n: np.zeros(n, np.uint8)
+    be._host_stream = lambda: SimpleNamespace(ptr=0)
+    with pytest.raises(ValueError, match="STAGING_BYTES"):
+        be._download([_DeviceArray(np.arange(3))])
 
 
 def test_covered_is_the_union_of_spans():

@@ -138,19 +138,31 @@ class _FakeDevice:
     """A device backend's ``place_ops``, in numpy: every pair's operations at
     the offset of the rank its batch brings (the placement's own, checked),
     the rest of the arrays left as they come (the placement fills them).
-    ``room``: whether it has the memory to place them (``can_place_ops``)."""
+    ``room``: whether it has the memory to place them (``can_place_ops``);
+    ``own_room`` the same where it sums the offsets itself
+    (``offsets_on_device``, with ``offsets`` None), which ``miscount`` gets
+    wrong by one operation."""
 
-    def __init__(self, room=True):
-        self.calls = 0
+    def __init__(self, room=True, offsets_on_device=False, own_room=True, miscount=False):
+        self.calls = []
         self.room = room
+        self.own_room = own_room
+        self.offsets_on_device = offsets_on_device
+        self.miscount = miscount
         self.asked = []
 
-    def can_place_ops(self, total, npairs):
-        self.asked.append((total, npairs))
-        return self.room
+    def can_place_ops(self, total, npairs, offsets_on_device=False):
+        self.asked.append((total, npairs, offsets_on_device))
+        return self.own_room if offsets_on_device else self.room
 
-    def place_ops(self, entries, offsets, total):
-        self.calls += 1
+    def place_ops(self, entries, offsets, total, npairs=None):
+        self.calls.append(offsets is None)
+        if offsets is None:
+            counts = np.zeros(npairs + 1, np.int64)
+            for _, ops in entries:
+                counts[ops.ranks.get() + 1] = np.diff(ops.offsets)
+            offsets = np.cumsum(counts)
+            total += self.miscount
         code, length = np.full(total, 255, np.uint8), np.full(total, -1, np.int32)
         for pos, ops in entries:
             assert np.array_equal(ops.ranks.get(), pos)
@@ -305,10 +317,64 @@ def test_placement_takes_operations_left_on_a_device(recs, room, staged, monkeyp
             part = kept
         place.add(part)
     got = place.finish()
-    assert device.asked == [(int(ref.op_offsets[-1]), len(ref))]
-    assert device.calls == (1 if room else 0)
+    assert device.asked == [(int(ref.op_offsets[-1]), len(ref), False)]
+    assert device.calls == ([False] if room else [])
     for name in ref.__dataclass_fields__:
         assert np.array_equal(getattr(ref, name), getattr(got, name)), name
+
+
+@pytest.mark.parametrize("own_room", [True, False])
+@pytest.mark.parametrize("staged", [False, True])
+def test_a_device_that_holds_every_operation_sums_their_offsets(recs, own_room, staged,
+                                                                 monkeypatch):
+    """Every piece's operations left on a device that sums the offsets
+    itself: it is asked to place them with no offsets (while the host makes
+    the columns), and the batch is the host's; where it has not the memory
+    for the counts too, it places them from the host's offsets."""
+    from pairalign import engine
+    from pairalign.engine import placement
+    from pairalign.pairs import DeviceOps, DevicePairBatch
+
+    monkeypatch.setattr(engine, "STAGED_PLACEMENT", staged)
+    be, job = _job(recs, None, "local", make_scoring(recs.alphabet), True, "cpu", None, None)
+    ref = run_job(job, be)
+    perm = np.random.default_rng(9).permutation(len(ref))
+    device = _FakeDevice(offsets_on_device=True, own_room=own_room)
+    place = placement(job)
+    for piece in np.array_split(perm, 5):
+        part = ref.take(piece)
+        ops = DeviceOps(device, part.op_offsets.view(_HostArray), part.op_code.view(_HostArray),
+                        part.op_len.view(_HostArray), piece.view(_HostArray))
+        cols = {name: getattr(part, name) for name in ref.__dataclass_fields__}
+        cols |= {"op_code": np.zeros(0, np.uint8), "op_len": np.zeros(0, np.int32)}
+        place.add(DevicePairBatch(**cols, device_ops=ops))
+    got = place.finish()
+    total = int(ref.op_offsets[-1])
+    assert total > 0
+    assert device.asked == [(total, len(ref), True)] + ([] if own_room else
+                                                          [(total, len(ref), False)])
+    assert device.calls == [own_room]
+    for name in ref.__dataclass_fields__:
+        assert np.array_equal(getattr(ref, name), getattr(got, name)), name
+
+
+def test_operations_placed_by_a_device_that_miscounts_them_are_an_error(recs):
+    """A device whose own offsets disagree with the host's counts raises
+    instead of giving a batch whose operations are misplaced."""
+    from pairalign.engine import placement
+    from pairalign.pairs import DeviceOps, DevicePairBatch
+
+    be, job = _job(recs, None, "local", make_scoring(recs.alphabet), True, "cpu", None, None)
+    ref = run_job(job, be)
+    device = _FakeDevice(offsets_on_device=True, miscount=True)
+    place = placement(job)
+    ops = DeviceOps(device, ref.op_offsets.view(_HostArray), ref.op_code.view(_HostArray),
+                    ref.op_len.view(_HostArray), np.arange(len(ref)).view(_HostArray))
+    cols = {name: getattr(ref, name) for name in ref.__dataclass_fields__}
+    cols |= {"op_code": np.zeros(0, np.uint8), "op_len": np.zeros(0, np.int32)}
+    place.add(DevicePairBatch(**cols, device_ops=ops))
+    with pytest.raises(RuntimeError, match="operations where the pairs' counts sum to"):
+        place.finish()
 
 
 @pytest.mark.parametrize("n", [0, 1, 2, 3, 8, 9])

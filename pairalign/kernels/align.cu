@@ -2026,6 +2026,18 @@ place_ops(
     }
 }
 
+// The job's operation counts by rank for place_ops' offsets (a cumsum on the
+// host's call after): pair p's count at its rank pos[p] + 1.
+extern "C" __global__ void __launch_bounds__(256)
+counts_at_ranks(
+     const long long* __restrict__ src_off, const long long* __restrict__ pos,
+     const int npairs, long long* __restrict__ out)
+{
+    const int p = blockIdx.x * blockDim.x + threadIdx.x;
+    if (p >= npairs) return;
+    out[pos[p] + 1] = src_off[p + 1] - src_off[p];
+}
+
 // Each pair's rank in input order (engine.pair_rank on the device): row-major
 // q * ncols + t, or for all-vs-all (triangle) the upper triangle's q < t of n.
 extern "C" __global__ void __launch_bounds__(256)

@@ -156,7 +156,8 @@ FETCH_AHEAD = 2
 #: (window_gaps.py, 1e13 cells local on the H100: 340 of the 417 ms of gaps
 #: between windows, most of them among the last, smallest windows).
 DEVICE_OP_OFFSETS = True
-#: Bytes of the pinned buffer that downloads pass through (see GPUBackend._staging).
+#: Bytes of the pinned buffer that downloads pass through, half by half (see
+#: GPUBackend._staging and _download; at least 2).
 STAGING_BYTES = 64 << 20
 #: Threads that copy downloads out of the staging buffer, in pieces of
 #: COPY_PIECE bytes. The copy is a first touch of new memory (page faults as
@@ -179,6 +180,13 @@ COPY_PIECE = 4 << 20
 #: run once did not end in 330 s (v26); now it takes 9.49 s: the cap stays
 #: as a guard (NOTES.md, v26, v33).
 DEVICE_PLACEMENT = True
+#: Where every pair's operations were kept on the device, the offsets that
+#: place them are summed there from the windows' counts (``counts_at_ranks``
+#: and a cumsum) instead of uploaded after the host has summed them: the
+#: placement and its download start at once and run beside the host's pass
+#: over the counts (Placement.finish). The host's offsets still make the
+#: batch's; the two totals are checked equal.
+PLACE_OFFSETS_ON_DEVICE = True
 DEVICE_OPS_SHARE: float | None = 0.25
 DEVICE_OPS_RESERVE = 0.05
 #: Score-only windows come to the host with their pairs sorted by rank in
@@ -745,40 +753,59 @@ class GPUBackend:
 
     def _download(self, arrays: list, stream=None) -> list[np.ndarray]:
         """Device arrays to host arrays: asynchronous copies on ``stream`` (by
-        default the host stream) into its staging buffer (:meth:`_staging`),
-        one wait each time it fills, then plain numpy copies out, so that
-        results never hold pinned memory."""
+        default the host stream) into the halves of its staging buffer
+        (:meth:`_staging`) in turn, then plain numpy copies out, so that
+        results never hold pinned memory. While one half is copied out, the
+        device copies into the other."""
         cp = self.cp
         stream = self._host_stream() if stream is None else stream
         arrays = [cp.ascontiguousarray(a) for a in arrays]
         out = [np.empty(a.shape, a.dtype) for a in arrays]
         buf = self._staging(stream)
-        queued: list[tuple[np.ndarray, int, int, int]] = []  # (dest bytes, at, from, n)
+        half = buf.nbytes // 2
+        if half == 0:
+            raise ValueError(f"STAGING_BYTES is {buf.nbytes}: a download needs two halves")
+        # each half's copies queued on the device: (dest bytes, at, from, n),
+        # and the event after them
+        queued: list[list[tuple[np.ndarray, int, int, int]]] = [[], []]
+        ends: list = [None, None]
 
-        def drain() -> None:
+        def drain(k: int) -> None:
             t = time.perf_counter()
-            stream.synchronize()
+            ends[k].synchronize()
             t1 = time.perf_counter()
-            self._copy_out(queued, buf)
-            queued.clear()
+            self._copy_out(queued[k], buf)
+            queued[k].clear()
+            ends[k] = None
             self._add("d2h", t1 - t)
             self._add("copy_out", time.perf_counter() - t1)
 
-        used = 0
+        def close(k: int) -> None:
+            ends[k] = cp.cuda.Event(block=False, disable_timing=True)
+            ends[k].record(stream)
+
+        k, used = 0, 0
         for a, o in zip(arrays, out):
             dst = o.reshape(-1).view(np.uint8)
             done = 0
             while done < a.nbytes:
-                if used == buf.nbytes:
-                    drain()
+                if used == half:
+                    close(k)
+                    k ^= 1
+                    if ends[k] is not None:
+                        drain(k)
                     used = 0
-                n = min(a.nbytes - done, buf.nbytes - used)
-                cp.cuda.runtime.memcpyAsync(buf.ctypes.data + used, a.data.ptr + done, n,
+                n = min(a.nbytes - done, half - used)
+                at = k * half + used
+                cp.cuda.runtime.memcpyAsync(buf.ctypes.data + at, a.data.ptr + done, n,
                                             cp.cuda.runtime.memcpyDeviceToHost, stream.ptr)
-                queued.append((dst, done, used, n))
+                queued[k].append((dst, done, at, n))
                 used += n
                 done += n
-        drain()
+        close(k)
+        for j in (k ^ 1, k):  # the older half first
+            if ends[j] is not None:
+                drain(j)
         return out
 
     def _copy_out(self, pieces: list[tuple[np.ndarray, int, int, int]], buf: np.ndarray) -> None:
@@ -839,33 +866,46 @@ class GPUBackend:
             return False
         return self.free_memory() - size >= self._reserve
 
-    def can_place_ops(self, total: int, npairs: int) -> bool:
+    @property
+    def offsets_on_device(self) -> bool:
+        """Whether :meth:`place_ops` sums a job's offsets itself (offsets None):
+        :data:`PLACE_OFFSETS_ON_DEVICE`."""
+        return PLACE_OFFSETS_ON_DEVICE
+
+    def can_place_ops(self, total: int, npairs: int, offsets_on_device: bool = False) -> bool:
         """Whether :meth:`place_ops` has the device memory for a job's
         ``total`` operations of ``npairs`` pairs (its offsets, codes and
-        lengths), beside those kept there."""
-        need = (npairs + 1) * 8 + total * (1 + 4)
+        lengths; with ``offsets_on_device`` the counts they are summed from
+        too), beside those kept there."""
+        need = (npairs + 1) * 8 * (2 if offsets_on_device else 1) + total * (1 + 4)
         return need + self._reserve <= self.free_memory()
 
-    def place_ops(self, entries: list, offsets: np.ndarray, total: int):
+    def place_ops(self, entries: list, offsets: np.ndarray | None, total: int,
+                  npairs: int | None = None):
         """The operations of every pair of a job in input order, on the host:
         ``(code, length)`` of ``total`` entries, with those of ``entries``
         (``(ranks, DeviceOps)`` of this backend's windows: the placement's
         ranks on the host, the same as the ones the DeviceOps hold on the
         device; ``offsets`` the job's, ``len(pairs) + 1``) in place: placed
         on the device (``place_ops``), then downloaded at once. The other
-        pairs' entries are left for the caller to fill. Timed as
-        ``place_upload`` (the offsets), ``place_device`` (to the placement's
-        end) and ``place`` (the download too)."""
+        pairs' entries are left for the caller to fill. With ``offsets``
+        None, the ``npairs`` pairs' offsets are summed on the device from the
+        entries' counts (every pair with operations must be among them).
+        Timed as ``place_upload`` (the offsets), ``place_device`` (to the
+        placement's end) and ``place`` (the download too)."""
         cp = self.cp
         mod = next(iter(self._modules.values()))  # the run's: every module has the kernel
         t = time.perf_counter()
         stream = self._host_stream()
         with self.device, stream:
-            # a plain copy: cupy.asarray stages through pinned memory, whose
-            # first 72 MB (9e6 pairs) took 70-110 ms to pin in a fresh process
-            # on the H100, against 10 ms for the copy
-            dst_off = cp.empty(offsets.shape, offsets.dtype)
-            dst_off.set(offsets, stream=stream)
+            if offsets is None:
+                dst_off = self._offsets_on_device(mod, entries, npairs)
+            else:
+                # a plain copy: cupy.asarray stages through pinned memory, whose
+                # first 72 MB (9e6 pairs) took 70-110 ms to pin in a fresh process
+                # on the H100, against 10 ms for the copy
+                dst_off = cp.empty(offsets.shape, offsets.dtype)
+                dst_off.set(offsets, stream=stream)
             self._add("place_upload", time.perf_counter() - t)
             code = cp.empty(total, cp.uint8)
             length = cp.empty(total, cp.int32)
@@ -876,11 +916,29 @@ class GPUBackend:
                         (-(-n * 32 // THREADS),), (THREADS,),
                         (ops.offsets, ops.ranks, dst_off, np.int32(n), ops.code,
                          ops.length, code, length))
+            if offsets is None and int(dst_off[-1:].get(stream=stream)[0]) != total:
+                raise RuntimeError("the operation counts kept on the device do not sum to "
+                                   f"the {total} operations kept")
             stream.synchronize()
             self._add("place_device", time.perf_counter() - t)
             got = self._download([code, length])
         self._add("place", time.perf_counter() - t)
         return got[0], got[1]
+
+    def _offsets_on_device(self, mod, entries: list, npairs: int):
+        """The job's operation offsets (``npairs + 1``, on the device) from
+        the counts of ``entries``' pairs put at their ranks; the pairs not
+        among them count none."""
+        cp = self.cp
+        counts = cp.zeros(npairs + 1, cp.int64)
+        for pos, ops in entries:
+            n = len(pos)
+            if n:
+                mod.get_function("counts_at_ranks")(
+                    (-(-n // THREADS),), (THREADS,), (ops.offsets, ops.ranks, np.int32(n), counts))
+        offsets = cp.cumsum(counts)
+        del counts
+        return offsets
 
     # running --------------------------------------------------------------
     def prepare(self, job: Job) -> dict:
