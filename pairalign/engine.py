@@ -77,6 +77,12 @@ RETIRE_AFTER = 3
 #: split after them. Larger factors plan more; a smaller one may split a
 #: window that would have fit (its pieces still run).
 BOUND_SPLIT_FACTOR = 2.0
+#: The fewest results the queue between workers and the consumer holds. The
+#: consumer's first batch takes longest (the placement's pages first touched:
+#: 0.136 s at 1e13 cells with traceback, on the H100's host), while one GPU
+#: ends a window every 15-40 ms: at 4 (two a worker and two), that GPU's
+#: thread waited 46 ms at the run's start with the next window unlaunched.
+MIN_RESULTS_QUEUED = 8
 #: Failures one window (with the windows it was cut from) may meet before the run fails.
 MAX_WINDOW_FAILURES = 8
 
@@ -582,7 +588,7 @@ class _LocalRun:
         self.work = work
         self.max_memory = max_memory
         n = len(work.workers)
-        depth = 2 * n + 2
+        depth = max(MIN_RESULTS_QUEUED, 2 * n + 2)
         self.q = WorkQueue(ahead=max(4, 2 * n) if ordered else None)
         self.out: _queue.Queue = _queue.Queue(maxsize=buffer or depth)
         self.labels = [_label(b, k) for k, b in enumerate(work.workers)]
@@ -1030,7 +1036,7 @@ def iter_windows(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
         (:mod:`pairalign.scheduler.distributed`).
     buffer : int, optional
         Results the queue between workers and consumer holds (default
-        ``2 x workers + 2``).
+        ``2 x workers + 2``, at least :data:`MIN_RESULTS_QUEUED`).
     fallback : "auto", callable, backend or None
         What runs blocks that no device can hold or that failed on every
         device: ``"auto"`` a CPU backend (none for a CPU run).
