@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from workloads import DATA, cells_of, sampled_proteins  # noqa: E402
+from workloads import DATA, cells_of, sampled_proteins, warm_gpu_backend  # noqa: E402
 
 import pairalign  # noqa: E402
 from pairalign.engine import run_job  # noqa: E402
@@ -125,18 +125,8 @@ def main() -> None:
     # 1. the real proteome, end to end, as the CLI does
     path = DATA / "proteome_HG003687.faa"
     recs = pairalign.read_sequences(path)
-    # warm-up: NVRTC compile (the 16-bit and the 32-bit modules: the longest
-    # proteins' pairs need 32 bits, and a window that holds one is 32-bit
-    # throughout, so the short proteins run alone too: on a fresh machine the
-    # 16-bit module's compile, 8.9 s, otherwise fell in the proteome's timed run)
-    # and numba
-    by_length = np.argsort(recs.lengths)
-    shortest = [recs.sequences[k] for k in by_length[:400]]
-    longest = [recs.sequences[k] for k in by_length[-60:]]
-    for tb in (True, False):
-        for seqs in (shortest, sampled_proteins(2e9) + longest):
-            kernel_run(seqs, "local", tb, be)
-    assert len({key[0] for key in be._modules}) == 2, "both score widths compiled"
+    # warm-up: NVRTC (both score widths) and numba, with traceback and without
+    warm_gpu_backend("local", (True, False), be, sample_cells=2e9)
     base_cells = cells_of(recs.lengths)
     sc = Scoring.create("protein")
     for tb in (True, False):

@@ -67,11 +67,15 @@ def proteome_or_sampled(cells: float) -> list[str]:
     return sampled_proteins(cells) if cells else pairalign.read_sequences(PROTEOME).sequences
 
 
-def warm_gpu_backend(mode: str, traceback: bool):
-    """A GPU backend whose kernels have run once, in ``mode``, so that a timed
-    run compiles nothing: on the proteome's 400 shortest proteins (16-bit
-    scores), then on its 60 longest (32-bit). A window is 32-bit throughout
-    where one of its pairs needs it: the proteome's first 400 proteins, the
+def warm_gpu_backend(mode: str, traceback: bool | tuple[bool, ...], backend=None,
+                     sample_cells: float = 0):
+    """A GPU backend (``backend``, or a new one) whose kernels have run once, in
+    ``mode``, with and/or without traceback (``traceback``: one setting or
+    several, in turn), so that a timed run compiles nothing: on the
+    proteome's 400 shortest proteins (16-bit scores), then on its 60 longest
+    (32-bit), with ``sample_cells`` of sampled proteins beside them (the
+    scaled workloads' window shapes). A window is 32-bit throughout where
+    one of its pairs needs it: the proteome's first 400 proteins, the
     warm-up before, hold a 3,485-residue one, and NVRTC compiled the 16-bit
     module in the timed run's first window (7-9 s of its layout on a fresh
     H100, where the module's first kernel is looked up)."""
@@ -80,11 +84,13 @@ def warm_gpu_backend(mode: str, traceback: bool):
     from pairalign.kernels.gpu_backend import GPUBackend
     from pairalign.scoring import Scoring
 
-    be = GPUBackend()
+    be = GPUBackend() if backend is None else backend
     sc = Scoring.create("protein")
     by_length = sorted(proteome_or_sampled(0), key=len)
-    for warm in (by_length[:400], by_length[-60:]):
-        run_job(Job(mode, sc, traceback, SortedSet.encode(warm, sc)), be)
+    sample = sampled_proteins(sample_cells) if sample_cells else []
+    for tb in (traceback,) if isinstance(traceback, bool) else traceback:
+        for warm in (by_length[:400], sample + by_length[-60:]):
+            run_job(Job(mode, sc, tb, SortedSet.encode(warm, sc)), be)
     assert len({key[0] for key in be._modules}) == 2, "both score widths compiled"
     return be
 
