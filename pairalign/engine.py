@@ -83,14 +83,6 @@ BOUND_SPLIT_FACTOR = 2.0
 #: ends a window every 15-40 ms: at 4 (two a worker and two), that GPU's
 #: thread waited 46 ms at the run's start with the next window unlaunched.
 MIN_RESULTS_QUEUED = 8
-#: A run on one device leaves the exact sizes of the windows that
-#: BOUND_SPLIT_FACTOR does not split to the launching thread, which checks
-#: every window before it launches anyway (``_LocalRun._fits``), while the
-#: windows before them run: at 1e13 cells with traceback, 76 plans of 1.7 ms
-#: (48 of them of windows split after them) held the first launch back by
-#: 0.11-0.13 s (prepare_work). Several devices keep them before the run,
-#: where their pieces are dealt out by cost.
-DEFER_EXACT_FIT = True
 #: Failures one window (with the windows it was cut from) may meet before the run fails.
 MAX_WINDOW_FAILURES = 8
 
@@ -393,7 +385,7 @@ class _ConsumerThreads:
 
 
 def fit_window(job: Job, backend: Backend, w: Window, budget: int | None = None,
-               by_bound: bool = False, defer: bool = False) -> list[tuple[Window, bool]]:
+               by_bound: bool = False) -> list[tuple[Window, bool]]:
     """``w``, or its quarters (recursively) where the device cannot hold it.
 
     Each window comes with whether the backend can hold it; one that cannot,
@@ -402,8 +394,6 @@ def fit_window(job: Job, backend: Backend, w: Window, budget: int | None = None,
     within the budget fits without its exact size (planning it takes the
     backend longer): the caller checks it again before it runs; one that the
     bound puts over :data:`BOUND_SPLIT_FACTOR` budgets is split without it.
-    With ``defer`` too, one between the two fits as well, its exact size
-    left to that check (which splits it if it must).
     """
     if not hasattr(backend, "window_bytes"):
         return [(w, True)]
@@ -413,17 +403,14 @@ def fit_window(job: Job, backend: Backend, w: Window, budget: int | None = None,
     size = bound(job, w) if bound is not None else None
     if size is not None and size <= budget:
         return [(w, True)]
-    over = size is not None and size > BOUND_SPLIT_FACTOR * budget
-    if defer and size is not None and not over:
-        return [(w, True)]
-    if not (w.splittable and over):
+    if not (w.splittable and size is not None and size > BOUND_SPLIT_FACTOR * budget):
         if backend.window_bytes(job, w) <= budget:
             return [(w, True)]
         if not w.splittable:
             return [(w, False)]
     rows, cols = job.rows.lengths, job.col_set.lengths
     return [x for sub in split_window(w, rows, cols)
-            for x in fit_window(job, backend, sub, budget, by_bound, defer)]
+            for x in fit_window(job, backend, sub, budget, by_bound)]
 
 
 def window_memory(job: Job, backend: Backend, w: Window) -> int:
@@ -493,7 +480,7 @@ class Work:
 
 def prepare_work(job: Job, backend, max_memory: int = DEFAULT_MAX_MEMORY,
                  width: int | None = None, n_workers: int | None = None,
-                 ordered: bool = False, defer_exact: bool = False) -> Work:
+                 ordered: bool = False) -> Work:
     """Workers, window width, windows in LPT order (one worker's interleaved,
     :data:`~.scheduler.lpt.INTERLEAVE_ONE_WORKER`, unless they are for an
     ``ordered`` stream, whose batches come largest first on any number of
@@ -504,10 +491,7 @@ def prepare_work(job: Job, backend, max_memory: int = DEFAULT_MAX_MEMORY,
     it; a worker whose device has at least that budget runs them unchecked,
     another checks (and splits) each window before launching it. A backend
     with ``window_bytes_bound`` has its pieces fitted by that bound (no
-    plans before the first launch) and each checked before it launches;
-    with ``defer_exact`` and one worker, also those whose bound is over the
-    budget by less than :data:`BOUND_SPLIT_FACTOR` (see :func:`fit_window`):
-    their exact sizes, and splits, are left to the launching thread.
+    plans before the first launch) and each checked before it launches.
     """
     workers = worker_backends(backend)
     first = workers[0]
@@ -532,8 +516,7 @@ def prepare_work(job: Job, backend, max_memory: int = DEFAULT_MAX_MEMORY,
             for piece in ws:
                 # by bound: plans are left to the launching thread (its
                 # _fits checks each window), while earlier windows run
-                for sub, fits in fit_window(job, first, piece, budget, by_bound=True,
-                                            defer=defer_exact and n == 1):
+                for sub, fits in fit_window(job, first, piece, budget, by_bound=True):
                     if fits:
                         mine.append(sub)
                     else:
@@ -1075,8 +1058,7 @@ def iter_windows(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
                                     timings=timings)
         return
     clock = time.perf_counter()
-    work = prepare_work(job, backend, max_memory, width, ordered=ordered,
-                        defer_exact=DEFER_EXACT_FIT)
+    work = prepare_work(job, backend, max_memory, width, ordered=ordered)
     first = work.workers[0]
     if fallback == "auto":
         fallback = _default_fallback(first)

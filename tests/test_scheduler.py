@@ -499,34 +499,6 @@ def test_windows_fitted_by_a_low_bound_are_split_before_they_launch(tri, pipelin
     assert dev.ran and all(w.pairs <= 300 for w in dev.ran)
 
 
-@pytest.mark.parametrize("pipeline", [False, True])
-def test_exact_fits_left_to_the_launching_thread(tri, pipeline, monkeypatch):
-    """Windows whose bound is over the budget, but by less than
-    BOUND_SPLIT_FACTOR, are fitted before the run by their exact size, or
-    (``defer_exact``, one worker) left whole for the launching thread, which
-    sizes and cuts them: no exact size asked before the run, nothing over
-    the budget runs, every pair comes once, and the windows that run are
-    those that the eager fit leaves, checked again at launch."""
-    from pairalign import engine
-
-    job, ref = tri
-    ran = {}
-    for defer in (False, True):
-        monkeypatch.setattr(engine, "DEFER_EXACT_FIT", defer)
-        dev = Fake("dev", budget=300, bound=1.5, pipeline=pipeline)
-        asked = []
-        exact = dev.window_bytes
-        dev.window_bytes = lambda job, w: asked.append(w) or exact(job, w)
-        work = prepare_work(job, dev, width=64, defer_exact=defer)
-        biggest = max(w.pairs for ws in work.pieces for w in ws)
-        assert (asked == [] and biggest > 300) if defer else (asked and biggest <= 300)
-        out = run_job(job, dev, width=64)
-        same(out, ref)
-        assert dev.ran and all(w.pairs <= 300 for w in dev.ran)
-        ran[defer] = sorted((w.r0, w.r1, w.c0, w.c1) for w in dev.ran)
-    assert ran[True] == ran[False]
-
-
 def test_error_everywhere_raises_and_stops():
     job = make_job(40)
 
