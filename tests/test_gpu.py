@@ -233,18 +233,15 @@ def test_downloads_pinned_or_not(data_dir, monkeypatch, traceback, pinned, stagi
 
 
 @pytest.mark.parametrize("kept", [True, False])
-@pytest.mark.parametrize("device_offsets,ahead", [(True, True), (True, False), (False, True)])
+@pytest.mark.parametrize("device_offsets", [True, False])
 @pytest.mark.parametrize("mode", ["local", "global"])
 def test_operation_offsets_summed_on_the_device_or_the_host(data_dir, monkeypatch, mode,
-                                                            device_offsets, ahead, kept):
+                                                            device_offsets, kept):
     """A detached window's operation offsets summed on the device and
-    downloaded with its results (DEVICE_OP_OFFSETS), on the window's stream
-    with their total in pinned memory (OP_TOTAL_AHEAD) or on the host
-    stream at its detach, or summed on the host from the downloaded counts
-    and uploaded; its operations left on the device or downloaded with it:
-    the CPU's alignments either way."""
+    downloaded with its results (DEVICE_OP_OFFSETS), or summed on the host
+    from the downloaded counts and uploaded; its operations left on the
+    device or downloaded with it: the CPU's alignments either way."""
     monkeypatch.setattr(gpu_backend, "DEVICE_OP_OFFSETS", device_offsets)
-    monkeypatch.setattr(gpu_backend, "OP_TOTAL_AHEAD", ahead)
     monkeypatch.setattr(gpu_backend, "DEVICE_PLACEMENT", kept)
     cpu, gpu = both(data_dir / "adeno_fiber.faa", mode=mode, traceback=True, window=32)
     assert_same(cpu, gpu)

@@ -156,12 +156,6 @@ FETCH_AHEAD = 2
 #: (window_gaps.py, 1e13 cells local on the H100: 340 of the 417 ms of gaps
 #: between windows, most of them among the last, smallest windows).
 DEVICE_OP_OFFSETS = True
-#: With DEVICE_OP_OFFSETS, the window's stream sums the offsets after its walk
-#: and copies their total to pinned host memory before the window's end event,
-#: so that the detach reads it there instead of queueing the sum on the host
-#: stream and waiting for it (a round trip each window: at 1e13 cells with
-#: traceback, 112-176 ms of the gaps between windows were the detach's).
-OP_TOTAL_AHEAD = True
 #: Bytes of the pinned buffer that downloads pass through, half by half (see
 #: GPUBackend._staging and _download; at least 2).
 STAGING_BYTES = 64 << 20
@@ -508,7 +502,6 @@ class GPUBackend:
         self._sides: dict = {}  # a window stream's side stream (_side_stream)
         self._opted: set = set()
         self._pinned: dict = {}  # stream -> its staging buffer (_staging)
-        self._totals: dict = {}  # stream -> its windows' operation total, pinned (_launch)
         self._fetcher = None  # a ThreadPoolExecutor of one thread (FETCH_THREAD)
         self._fetch_stream = None
         self._timings_lock = threading.Lock()
@@ -1252,29 +1245,11 @@ class GPUBackend:
                      np.int32(sc.matrix.shape[0]), np.int32(sc.gap_open),
                      np.int32(sc.gap_extend), h["score"], h["ei"], h["ej"], h["off"],
                      h["code"], h["len"], h["qb"], h["tb"], h["nops"], h["ident"], h["alen"]))
-                if DEVICE_OP_OFFSETS and OP_TOTAL_AHEAD:
-                    h["offs"], h["total"] = self._op_total_ahead(stream, h["nops"], plan.npairs)
             elif bounded:
                 self._walk_boxes(job, state, a, lay, mod)
             h["ev"][2].record()
             self._add("enqueue", time.perf_counter() - t)
         return h
-
-    def _op_total_ahead(self, stream, nops, npairs: int):
-        """On ``stream`` (a window's, after its walk): the offsets of its
-        pairs' operations (``npairs + 1``, a new device array) and their
-        total copied into the slot's pinned word, which the window's end
-        event covers."""
-        cp = self.cp
-        offs = cp.zeros(npairs + 1, cp.int64)
-        if npairs:
-            offs[1:] = cp.cumsum(nops, dtype=cp.int64)
-        word = self._totals.get(stream.ptr)
-        if word is None:
-            word = self._totals[stream.ptr] = self._empty_pinned(8).view(np.int64)
-        cp.cuda.runtime.memcpyAsync(word.ctypes.data, offs.data.ptr + 8 * npairs, 8,
-                                    cp.cuda.runtime.memcpyDeviceToHost, stream.ptr)
-        return offs, word
 
     def _fill(self, job: Job, state: dict, plan: LayoutPlan, a: dict, lay: dict, mod,
               dtype, traceback: bool, wide_done) -> None:
@@ -1467,9 +1442,7 @@ class GPUBackend:
             if tb:
                 # the operations, squeezed from their slots (bound n + m a pair)
                 t_ops = time.perf_counter()
-                if "offs" in h:  # summed on the window's stream (OP_TOTAL_AHEAD)
-                    offs, total = h["offs"], int(h["total"][0])
-                elif DEVICE_OP_OFFSETS:
+                if DEVICE_OP_OFFSETS:
                     offs = cp.zeros(npairs + 1, cp.int64)
                     if npairs:
                         offs[1:] = cp.cumsum(h["nops"], dtype=cp.int64)
