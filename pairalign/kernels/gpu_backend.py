@@ -156,13 +156,15 @@ FETCH_AHEAD = 2
 #: (window_gaps.py, 1e13 cells local on the H100: 340 of the 417 ms of gaps
 #: between windows, most of them among the last, smallest windows).
 DEVICE_OP_OFFSETS = True
-#: A run whose slot blocks are larger than the last run's, and which the
+#: A job whose slot blocks are larger than the last run's, and which the
 #: device's own free memory cannot hold beside CuPy's cached blocks, has the
-#: pool give them back before its first window (see GPUBackend._make_room).
+#: pool give them back before its first upload (see GPUBackend._make_room).
 #: On the H100, 1e13 cells local with traceback after smaller runs (the pool
-#: holding 72.7 GB): first runs 5.88-5.94 s with it against 6.03-6.16 s
-#: without (``alloc`` 0.10 against 0.29 s, the GPU's busy time 5.21 against
-#: 5.41 s); second runs level.
+#: holding 72.7 GB), the cache freed by hand before the run: first runs
+#: 5.88-5.94 s against 6.03-6.16 s (``alloc`` 0.10 against 0.29 s, the
+#: GPU's busy time 5.21 against 5.41 s); second runs level. Freed at the
+#: first slot's block instead, after the job's upload, it changed nothing
+#: (6.41 against 6.09 s, ``alloc`` 0.28 s both).
 FLUSH_POOL_FOR_LARGER_SLOTS = True
 #: Bytes of the pinned buffer that downloads pass through, half by half (see
 #: GPUBackend._staging and _download; at least 2).
@@ -734,19 +736,17 @@ class GPUBackend:
         the pool's cache, where the next run finds it)."""
         cp = self.cp
         starts, size = _carve(count * dtype.itemsize for count, dtype in arrays.values())
-        if not self._slots:  # a run's first window: nothing of the run is queued yet
-            self._make_room(max(size, floor))
         mem = _at_least(self._slots, stream.ptr, max(size, floor),
                         lambda n: cp.empty(max(n, 1), cp.uint8))
         return {name: cp.ndarray((count,), dtype, memptr=mem.data + at)
                 for (name, (count, dtype)), at in zip(arrays.items(), starts)}
 
     def _make_room(self, slot_bytes: int) -> None:
-        """Before a run's first slot block: where its blocks (``slot_bytes``
-        each) are larger than the last run's and the device's own free
-        memory cannot hold them, CuPy's pool gives back its cached blocks now
-        (FLUSH_POOL_FOR_LARGER_SLOTS). Otherwise the pool would find out at
-        the second slot's block, with the first window running: it frees its
+        """Before a job's first device allocation: where its slot blocks
+        (``slot_bytes`` each) are larger than the last run's and the
+        device's own free memory cannot hold them, CuPy's pool gives back its
+        cached blocks now (FLUSH_POOL_FOR_LARGER_SLOTS). Otherwise the pool
+        finds out at a slot's block, with a window running: it frees its
         cache then, and ``cudaFree`` waits for the device."""
         if not FLUSH_POOL_FOR_LARGER_SLOTS or slot_bytes <= self._slot_cache:
             return
@@ -982,6 +982,12 @@ class GPUBackend:
     def _state(self, job: Job) -> dict:
         if self._states.get("job") is job:
             return self._states["state"]
+        # before the job's first device allocation (one carved from a cached
+        # block would keep that block from going back), where its windows
+        # were fitted (a Dask worker's were not: its slots are sized at
+        # its first launch, as they were)
+        if self._job_plans(job)["sizes"]:
+            self._make_room(self._job_slot_bytes(job))
         cp = self.cp
         codes, offsets, col_base = job.joined()
         with self.device:
