@@ -581,35 +581,6 @@ def test_run_left_early_then_again(data_dir):
     assert_same_pairs(run_job(job, be), run_job(job, CPUBackend()))
 
 
-@pytest.mark.parametrize("flush", [True, False])
-def test_pool_given_back_before_a_run_of_larger_slots(data_dir, monkeypatch, flush):
-    """A run whose slot blocks outgrow the last run's, where the device's own
-    free memory (made to read 0 here) cannot hold them, has CuPy's pool give
-    back its cached blocks before its first window
-    (FLUSH_POOL_FOR_LARGER_SLOTS); the same run again, or a smaller one, does
-    not. The CPU's alignments every time."""
-    from pairalign.engine import run_job
-    from pairalign.job import Job, SortedSet
-    from pairalign.kernels.cpu_backend import CPUBackend
-
-    monkeypatch.setattr(gpu_backend, "FLUSH_POOL_FOR_LARGER_SLOTS", flush)
-    be = gpu_backend.GPUBackend()
-    monkeypatch.setattr(be, "_raw_free", lambda: 0)
-    flushes = []
-    give_back = be._give_back_cache
-    monkeypatch.setattr(be, "_give_back_cache", lambda: flushes.append(1) or give_back())
-    recs = pairalign.read_sequences(data_dir / "adeno_fiber.faa")
-    sc = pairalign.Scoring.create("protein")
-    small = Job("local", sc, True, SortedSet.encode(recs.sequences[:6], sc))
-    large = Job("local", sc, True, SortedSet.encode(recs.sequences, sc))
-    seen = []
-    for job in (small, large, large, small):
-        assert_same_pairs(run_job(job, be), run_job(job, CPUBackend()))
-        seen.append(len(flushes))
-    # a new backend's first run outgrows the none its last run left
-    assert seen == ([1, 2, 2, 2] if flush else [0, 0, 0, 0])
-
-
 @pytest.mark.parametrize("mode, traceback", [("local", True), ("global", False)])
 def test_dask_cluster_of_gpu_workers_gives_the_cpus_pairs(data_dir, mode, traceback):
     """Windows as Dask tasks on a LocalCluster of worker processes, one a GPU

@@ -430,27 +430,6 @@ def test_download_needs_a_staging_buffer_of_two_halves(monkeypatch):
         be._download([_DeviceArray(np.arange(3))])
 
 
-@pytest.mark.parametrize("on", [True, False])
-def test_pool_given_back_only_for_larger_slots_without_room(monkeypatch, on):
-    """Before a run's first slot block: CuPy's cache is given back where the
-    blocks outgrow the last run's and the device's own free memory cannot
-    hold DEPTH of them; not for blocks no larger, nor where there is room,
-    nor with FLUSH_POOL_FOR_LARGER_SLOTS off."""
-    monkeypatch.setattr(gpu_backend, "FLUSH_POOL_FOR_LARGER_SLOTS", on)
-    be = object.__new__(GPUBackend)
-    be.timings, be._timings_lock = {}, threading.Lock()
-    given = []
-    be._give_back_cache = lambda: given.append(1)
-    be._raw_free = lambda: 10_000
-    be._slot_cache = 3_000
-    for size, flushed in ((3_000, False), (2_000, False), (4_000, False), (5_001, True),
-                          (9_000, True)):
-        given.clear()
-        be._make_room(size)
-        assert given == ([1] if flushed and on else []), size
-    assert ("flush" in be.timings) == on
-
-
 def test_covered_is_the_union_of_spans():
     """The GPU-busy figure: overlapping windows count once, gaps not at all."""
     from pairalign.kernels.gpu_backend import _covered

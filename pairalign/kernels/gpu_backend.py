@@ -156,16 +156,6 @@ FETCH_AHEAD = 2
 #: (window_gaps.py, 1e13 cells local on the H100: 340 of the 417 ms of gaps
 #: between windows, most of them among the last, smallest windows).
 DEVICE_OP_OFFSETS = True
-#: A job whose slot blocks are larger than the last run's, and which the
-#: device's own free memory cannot hold beside CuPy's cached blocks, has the
-#: pool give them back before its first upload (see GPUBackend._make_room).
-#: On the H100, 1e13 cells local with traceback after smaller runs (the pool
-#: holding 72.7 GB), the cache freed by hand before the run: first runs
-#: 5.88-5.94 s against 6.03-6.16 s (``alloc`` 0.10 against 0.29 s, the
-#: GPU's busy time 5.21 against 5.41 s); second runs level. Freed at the
-#: first slot's block instead, after the job's upload, it changed nothing
-#: (6.41 against 6.09 s, ``alloc`` 0.28 s both).
-FLUSH_POOL_FOR_LARGER_SLOTS = True
 #: Bytes of the pinned buffer that downloads pass through, half by half (see
 #: GPUBackend._staging and _download; at least 2).
 STAGING_BYTES = 64 << 20
@@ -524,7 +514,6 @@ class GPUBackend:
         self._streams: list = []
         self._uploads: dict = {}
         self._slots: dict = {}
-        self._slot_cache = 0  # bytes of the largest slot block the last run left to the pool
         self._slot_floor: tuple = (None, 0)  # (job, bytes): see _slot_memory
         self._slot_free: dict = {}  # stream -> event: its slot's results copied out
         self._origin = None
@@ -740,30 +729,6 @@ class GPUBackend:
                         lambda n: cp.empty(max(n, 1), cp.uint8))
         return {name: cp.ndarray((count,), dtype, memptr=mem.data + at)
                 for (name, (count, dtype)), at in zip(arrays.items(), starts)}
-
-    def _make_room(self, slot_bytes: int) -> None:
-        """Before a job's first device allocation: where its slot blocks
-        (``slot_bytes`` each) are larger than the last run's and the
-        device's own free memory cannot hold them, CuPy's pool gives back its
-        cached blocks now (FLUSH_POOL_FOR_LARGER_SLOTS). Otherwise the pool
-        finds out at a slot's block, with a window running: it frees its
-        cache then, and ``cudaFree`` waits for the device."""
-        if not FLUSH_POOL_FOR_LARGER_SLOTS or slot_bytes <= self._slot_cache:
-            return
-        if self._raw_free() < DEPTH * slot_bytes:
-            t = time.perf_counter()
-            self._give_back_cache()
-            self._add("flush", time.perf_counter() - t)
-
-    def _raw_free(self) -> int:
-        """The device's free bytes, not counting CuPy's cached blocks."""
-        with self.device:
-            return int(self.cp.cuda.runtime.memGetInfo()[0])
-
-    def _give_back_cache(self) -> None:
-        """CuPy's cached device blocks back to the device (``cudaFree``)."""
-        with self.device:
-            self.cp.get_default_memory_pool().free_all_blocks()
 
     def _empty_pinned(self, nbytes: int) -> np.ndarray:
         """Page-locked host bytes from CuPy's pinned pool, as
@@ -982,12 +947,6 @@ class GPUBackend:
     def _state(self, job: Job) -> dict:
         if self._states.get("job") is job:
             return self._states["state"]
-        # before the job's first device allocation (one carved from a cached
-        # block would keep that block from going back), where its windows
-        # were fitted (a Dask worker's were not: its slots are sized at
-        # its first launch, as they were)
-        if self._job_plans(job)["sizes"]:
-            self._make_room(self._job_slot_bytes(job))
         cp = self.cp
         codes, offsets, col_base = job.joined()
         with self.device:
@@ -1179,8 +1138,6 @@ class GPUBackend:
                         except Exception:  # the device's own error is already on its way
                             pass
                 self._slot_free = {}
-                self._slot_cache = max((b.nbytes for b in self._slots.values() if b is not None),
-                                       default=0)
                 self._slots = {}
                 # counted for a run left early too: a window that failed on
                 # the device ends the engine's stream of windows, and the
