@@ -2026,8 +2026,9 @@ place_ops(
     }
 }
 
-// The job's operation counts by rank for place_ops' offsets (a cumsum on the
-// host's call after): pair p's count at its rank pos[p] + 1.
+// A window's operation counts put by rank, for the job's offsets that place_ops
+// takes (their cumsum, once every window's are in): pair p's count at entry
+// pos[p] + 1 of a zeroed array of the job's pairs + 1.
 extern "C" __global__ void __launch_bounds__(256)
 counts_at_ranks(
      const long long* __restrict__ src_off, const long long* __restrict__ pos,
