@@ -22,6 +22,77 @@ _STAGED_TRACEBACK = ("score", "query_begin", "query_end", "target_begin", "targe
 _UNSET = ("query_begin", "target_begin", "identities", "length")
 
 
+#: With traceback, a Placement makes the arrays of the job's operations while
+#: its batches come in, from an estimate of their total (the operations per
+#: pair so far), and faults their pages in on a thread of its own
+#: (:class:`_OperationsReserve`), so that the operations' copy into them at
+#: :meth:`Placement.finish` is a copy, not a first touch of new memory. Off:
+#: not yet measured on a device. (At 1e13 cells, global with traceback on the
+#: H100, that copy took 2.5 s for 15.6 GB after the GPU's last window, while
+#: the host had waited 3.5 s on windows: benchmarks/NOTES.md, v38.)
+RESERVE_OPERATIONS = False
+#: The share of the pairs placed before the estimate is taken; the arrays'
+#: room over it; the fewest operations estimated worth it.
+RESERVE_AFTER = 0.1
+RESERVE_MARGIN = 1.3
+RESERVE_LEAST = 1 << 24
+
+
+class _OperationsReserve:
+    """Host arrays (``code``, ``length``) for a job's operations, made before
+    their total is known (``capacity`` entries), their pages faulted in on a
+    thread of its own up to the latest estimate (:meth:`want`) until
+    :meth:`take` stops it: nothing else writes them meanwhile."""
+
+    PAGE = 4096
+    CHUNK = 1 << 24  # bytes faulted in a step
+
+    def __init__(self, capacity: int) -> None:
+        self.code = np.empty(capacity, np.uint8)
+        self.length = np.empty(capacity, np.int32)
+        self._target = 0  # entries wanted
+        self._done = 0  # entries whose pages are in
+        self._stop = False
+        self._cv = threading.Condition()
+        self._thread = threading.Thread(target=self._run, name="pairalign-reserve", daemon=True)
+        self._thread.start()
+
+    def want(self, entries: int) -> None:
+        """Fault in the pages of the first ``entries`` entries (at most all)."""
+        with self._cv:
+            self._target = max(self._target, min(int(entries), len(self.code)))
+            self._cv.notify()
+
+    def _run(self) -> None:
+        from .kernels import batch_ops
+
+        code = self.code.view(np.uint8)
+        length = self.length.view(np.uint8)
+        step = self.CHUNK // 5  # entries: a byte of code and four of length each
+        while True:
+            with self._cv:
+                while not self._stop and self._done >= self._target:
+                    self._cv.wait()
+                if self._stop:
+                    return
+                lo, hi = self._done, min(self._target, self._done + step)
+            batch_ops.touch_pages(code, lo, hi, self.PAGE)
+            batch_ops.touch_pages(length, 4 * lo, 4 * hi, self.PAGE)
+            with self._cv:
+                self._done = hi
+
+    def take(self, total: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """The first ``total`` entries of both arrays, or None where they hold
+        fewer; the faulting thread stopped first."""
+        with self._cv:
+            self._stop = True
+            self._cv.notify()
+        self._thread.join()
+        if total > len(self.code):
+            return None
+        return self.code[:total], self.length[:total]
+
+
 def staged_row_bytes(traceback: bool) -> int:
     """Bytes of a staged :class:`Placement`'s row a pair: an int32 each of
     its staged columns, and with traceback the operation count."""
@@ -306,6 +377,11 @@ class Placement:
         self.ops: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         #: (ranks, DeviceOps) of batches whose operations are on a device
         self.device_ops: list[tuple[np.ndarray, DeviceOps]] = []
+        self.total = total
+        #: operations and pairs placed so far, and their arrays made ahead
+        #: (RESERVE_OPERATIONS)
+        self._seen = [0, 0]
+        self._reserve: _OperationsReserve | None = None
 
     def _write_known(self) -> None:
         """The columns that need no batch: the indices of each rank, and the
@@ -385,7 +461,29 @@ class Placement:
             self.device_ops.append((pos, device))
         elif keep:
             self.ops.append((pos, batch.op_offsets, batch.op_code, batch.op_len))
+        if self.traceback and RESERVE_OPERATIONS:
+            self._reserve_ahead(int(device.code.size) if device is not None
+                                else len(batch.op_code), len(batch))
         self.spent["add"] += time.perf_counter() - t
+
+    def _reserve_ahead(self, ops: int, pairs: int) -> None:
+        """The operations' arrays made, and their pages faulted in, from the
+        operations per pair so far (RESERVE_OPERATIONS)."""
+        self._seen[0] += ops
+        self._seen[1] += pairs
+        if not self._seen[1]:
+            return
+        estimate = self._seen[0] * self.total // self._seen[1]
+        if self._reserve is None:
+            if self._seen[1] < RESERVE_AFTER * self.total or estimate < RESERVE_LEAST:
+                return
+            self._reserve = _OperationsReserve(int(RESERVE_MARGIN * estimate) + 1)
+        self._reserve.want(estimate)
+
+    def _reserved(self, total: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """The operations' arrays made ahead, where they hold ``total``."""
+        reserve, self._reserve = self._reserve, None
+        return None if reserve is None else reserve.take(total)
 
     def finish(self) -> PairBatch:
         """Every pair in input order. Operations left on a device are placed
@@ -406,8 +504,10 @@ class Placement:
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(1, thread_name_prefix="pairalign-place") as pool:
-            early = self._place_early(pool)
-            return self._finish_columns(early)
+            try:
+                return self._finish_columns(self._place_early(pool))
+            finally:
+                self._reserved(0)  # its thread stopped, where nothing took it
 
     def _device_owner(self):
         """The one device backend whose windows left operations there, or None."""
@@ -430,7 +530,9 @@ class Placement:
         npairs = len(self.cols["query"])
         if not owner.can_place_ops(total, npairs, offsets_on_device=True):
             return None
-        return pool.submit(owner.place_ops, self.device_ops, None, total, npairs)
+        out = self._reserved(total)
+        return pool.submit(owner.place_ops, self.device_ops, None, total, npairs,
+                           **({} if out is None else {"out": out}))
 
     def _finish_columns(self, early) -> PairBatch:
         from .kernels import batch_ops
@@ -452,14 +554,19 @@ class Placement:
             if len(code) != total:
                 raise RuntimeError(f"the device placed {len(code)} operations where the "
                                    f"pairs' counts sum to {total}")
-        elif self.device_ops:
-            owner = self._device_owner()
-            if owner.can_place_ops(total, len(self.counts)):
-                code, length = owner.place_ops(self.device_ops, offsets, total)
-            else:
-                # the device cannot hold the job's operations beside those
-                # left there: theirs come to the host and are scattered there
-                self.ops += [(pos, *ops.entries_on_host()) for pos, ops in self.device_ops]
+        else:
+            out = self._reserved(total)
+            if self.device_ops:
+                owner = self._device_owner()
+                if owner.can_place_ops(total, len(self.counts)):
+                    code, length = owner.place_ops(self.device_ops, offsets, total,
+                                                   **({} if out is None else {"out": out}))
+                else:
+                    # the device cannot hold the job's operations beside those
+                    # left there: theirs come to the host and are scattered there
+                    self.ops += [(pos, *ops.entries_on_host()) for pos, ops in self.device_ops]
+            if code is None and out is not None:
+                code, length = out
         if code is None:
             code = np.empty(total, np.uint8)
             length = np.empty(total, np.int32)

@@ -388,6 +388,29 @@ def test_operations_placed_on_the_device_or_the_host(data_dir, monkeypatch, mode
         assert ways[0]
 
 
+@pytest.mark.parametrize("own_offsets", [True, False])
+@pytest.mark.parametrize("mode", ["global", "local"])
+def test_operations_downloaded_into_arrays_made_ahead(data_dir, monkeypatch, mode, own_offsets):
+    """The job's operations downloaded into the arrays that the placement
+    made ahead of its end (pairs.RESERVE_OPERATIONS, with the device's own
+    offsets or the host's): the CPU's alignments."""
+    from pairalign import pairs
+
+    monkeypatch.setattr(pairs, "RESERVE_OPERATIONS", True)
+    monkeypatch.setattr(pairs, "RESERVE_LEAST", 1)
+    monkeypatch.setattr(pairs, "RESERVE_AFTER", 0.1)
+    monkeypatch.setattr(pairs, "RESERVE_MARGIN", 10.0)  # whatever the first windows hold
+    monkeypatch.setattr(gpu_backend, "PLACE_OFFSETS_ON_DEVICE", own_offsets)
+    outs = []
+    place_ops = gpu_backend.GPUBackend.place_ops
+    monkeypatch.setattr(gpu_backend.GPUBackend, "place_ops",
+                        lambda self, *a, out=None, **k: outs.append(out is not None)
+                        or place_ops(self, *a, out=out, **k))
+    cpu, gpu = both(data_dir / "adeno_fiber.faa", mode=mode, traceback=True, window=32)
+    assert_same(cpu, gpu)
+    assert outs == [True]
+
+
 @pytest.mark.skipif(gpu_count() < 2, reason="needs two CUDA devices")
 @pytest.mark.parametrize("fetch_thread", [False, True])
 @pytest.mark.parametrize("mode", ["global", "local"])

@@ -416,6 +416,31 @@ def test_download_through_staging_pieces(monkeypatch, staging, piece):
     assert be._pinned[0].nbytes == staging
 
 
+def test_download_into_the_callers_arrays(monkeypatch):
+    """``out``: the arrays come back in the caller's own (a view of a larger
+    one too); arrays of another shape, type or layout are refused."""
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(gpu_backend, "STAGING_BYTES", 64)
+    be = object.__new__(GPUBackend)
+    be.cp, be.timings, be._pinned, be._copiers = fake_cupy(), {}, {}, None
+    be._timings_lock = threading.Lock()
+    be._empty_pinned = lambda n: np.zeros(n, np.uint8)
+    be._host_stream = lambda: SimpleNamespace(ptr=0)
+    code = np.arange(300, dtype=np.uint8)
+    length = np.arange(300, dtype=np.int32) * 7
+    big_code, big_len = np.zeros(1000, np.uint8), np.zeros(1000, np.int32)
+    out = (big_code[:300], big_len[:300])
+    got = be._download([_DeviceArray(code), _DeviceArray(length)], out=out)
+    assert got[0] is out[0] and got[1] is out[1]
+    assert np.array_equal(big_code[:300], code) and np.array_equal(big_len[:300], length)
+    assert not big_code[300:].any() and not big_len[300:].any()
+    for bad in ((big_code[:299], big_len[:300]), (big_len[:300], big_code[:300]),
+                (big_code[:600:2], big_len[:300])):
+        with pytest.raises(ValueError, match="other shapes, types or layouts"):
+            be._download([_DeviceArray(code), _DeviceArray(length)], out=bad)
+
+
 def test_download_needs_a_staging_buffer_of_two_halves(monkeypatch):
     """A staging buffer of one byte has no halves: a clear error, not a hang."""
     from types import SimpleNamespace

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 from click.testing import CliRunner
@@ -150,20 +152,27 @@ class _FakeDevice:
         self.offsets_on_device = offsets_on_device
         self.miscount = miscount
         self.asked = []
+        self.outs = []  # whether each call brought the host's arrays
 
     def can_place_ops(self, total, npairs, offsets_on_device=False):
         self.asked.append((total, npairs, offsets_on_device))
         return self.own_room if offsets_on_device else self.room
 
-    def place_ops(self, entries, offsets, total, npairs=None):
+    def place_ops(self, entries, offsets, total, npairs=None, out=None):
         self.calls.append(offsets is None)
+        self.outs.append(out is not None)
         if offsets is None:
             counts = np.zeros(npairs + 1, np.int64)
             for _, ops in entries:
                 counts[ops.ranks.get() + 1] = np.diff(ops.offsets)
             offsets = np.cumsum(counts)
             total += self.miscount
-        code, length = np.full(total, 255, np.uint8), np.full(total, -1, np.int32)
+        if out is not None and not self.miscount:
+            code, length = out
+            assert len(code) == len(length) == total
+            code[:], length[:] = 255, -1
+        else:
+            code, length = np.full(total, 255, np.uint8), np.full(total, -1, np.int32)
         for pos, ops in entries:
             assert np.array_equal(ops.ranks.get(), pos)
             for k, p in enumerate(ops.ranks.get()):
@@ -375,6 +384,72 @@ def test_operations_placed_by_a_device_that_miscounts_them_are_an_error(recs):
     place.add(DevicePairBatch(**cols, device_ops=ops))
     with pytest.raises(RuntimeError, match="operations where the pairs' counts sum to"):
         place.finish()
+
+
+def _device_piece(device, ref, piece):
+    """``ref``'s pairs at ``piece`` as a batch whose operations stayed on ``device``."""
+    from pairalign.pairs import DeviceOps, DevicePairBatch
+
+    part = ref.take(piece)
+    ops = DeviceOps(device, part.op_offsets.view(_HostArray), part.op_code.view(_HostArray),
+                    part.op_len.view(_HostArray), piece.view(_HostArray))
+    cols = {name: getattr(part, name) for name in ref.__dataclass_fields__}
+    cols |= {"op_code": np.zeros(0, np.uint8), "op_len": np.zeros(0, np.int32)}
+    return DevicePairBatch(**cols, device_ops=ops)
+
+
+@pytest.mark.parametrize("margin", [1.3, 0.5])
+@pytest.mark.parametrize("pieces", ["host", "device", "device, own offsets", "both"])
+def test_operations_reserved_ahead(recs, monkeypatch, pieces, margin):
+    """With RESERVE_OPERATIONS, the operations' arrays are made from an
+    estimate once a share of the pairs is in and the batch's operations go
+    into them (the device's download or the host's scatter), where they hold
+    the total (``margin`` 1.3 here); else (0.5) new ones: the same batch
+    either way, from host pieces, device pieces (the host's offsets or the
+    device's own) or both."""
+    from pairalign import pairs
+    from pairalign.engine import placement
+
+    monkeypatch.setattr(pairs, "RESERVE_OPERATIONS", True)
+    monkeypatch.setattr(pairs, "RESERVE_LEAST", 1)
+    monkeypatch.setattr(pairs, "RESERVE_AFTER", 0.2)
+    monkeypatch.setattr(pairs, "RESERVE_MARGIN", margin)
+    be, job = _job(recs, None, "local", make_scoring(recs.alphabet), True, "cpu", None, None)
+    ref = run_job(job, be)
+    total = int(ref.op_offsets[-1])
+    perm = np.random.default_rng(4).permutation(len(ref))
+    device = _FakeDevice(offsets_on_device=pieces == "device, own offsets")
+    place = placement(job)
+    for k, piece in enumerate(np.array_split(perm, 6)):
+        on_device = pieces.startswith("device") or (pieces == "both" and k % 2)
+        place.add(_device_piece(device, ref, piece) if on_device else ref.take(piece))
+    got = place.finish()
+    for name in ref.__dataclass_fields__:
+        assert np.array_equal(getattr(ref, name), getattr(got, name)), name
+    # the pairs' mean holds for these pieces: 1.3 times it holds the total
+    reserved = margin > 1
+    assert (got.op_code.base is not None) == reserved
+    assert (got.op_len.base is not None) == reserved
+    assert device.outs == ([reserved] if pieces != "host" else [])
+    assert place._reserve is None and total > 0
+    assert not any(t.name == "pairalign-reserve" for t in threading.enumerate())
+
+
+def test_reserve_faults_in_what_is_wanted_and_stops_when_taken():
+    """The reserve's thread faults pages in up to the latest estimate, at
+    most its capacity, and has stopped once the arrays are taken; a total
+    past its capacity gets none."""
+    from pairalign.pairs import _OperationsReserve
+
+    r = _OperationsReserve(10_000_000)
+    r.want(3_000_000)
+    r.want(50_000_000)  # past the capacity: all of it
+    code, length = r.take(9_000_000)
+    assert not r._thread.is_alive()
+    assert len(code) == len(length) == 9_000_000 and code.base is r.code
+    assert r._target == 10_000_000
+    r2 = _OperationsReserve(100)
+    assert r2.take(101) is None and not r2._thread.is_alive()
 
 
 @pytest.mark.parametrize("n", [0, 1, 2, 3, 8, 9])

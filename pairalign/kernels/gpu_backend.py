@@ -751,8 +751,9 @@ class GPUBackend:
             self._add("pinned", time.perf_counter() - t)
         return buf
 
-    def _download(self, arrays: list, stream=None) -> list[np.ndarray]:
-        """Device arrays to host arrays: asynchronous copies on ``stream`` (by
+    def _download(self, arrays: list, stream=None, out=None) -> list[np.ndarray]:
+        """Device arrays to host arrays (new ones, or ``out``'s, contiguous and
+        of their shapes and types): asynchronous copies on ``stream`` (by
         default the host stream) into the halves of its staging buffer
         (:meth:`_staging`) in turn, then plain numpy copies out, so that
         results never hold pinned memory. While one half is copied out, the
@@ -760,7 +761,13 @@ class GPUBackend:
         cp = self.cp
         stream = self._host_stream() if stream is None else stream
         arrays = [cp.ascontiguousarray(a) for a in arrays]
-        out = [np.empty(a.shape, a.dtype) for a in arrays]
+        if out is None:
+            out = [np.empty(a.shape, a.dtype) for a in arrays]
+        else:
+            out = list(out)
+            if any(o.shape != a.shape or o.dtype != a.dtype or not o.flags.c_contiguous
+                   for o, a in zip(out, arrays)) or len(out) != len(arrays):
+                raise ValueError("download into arrays of other shapes, types or layouts")
         buf = self._staging(stream)
         half = buf.nbytes // 2
         if half == 0:
@@ -881,7 +888,7 @@ class GPUBackend:
         return need + self._reserve <= self.free_memory()
 
     def place_ops(self, entries: list, offsets: np.ndarray | None, total: int,
-                  npairs: int | None = None):
+                  npairs: int | None = None, out: tuple | None = None):
         """The operations of every pair of a job in input order, on the host:
         ``(code, length)`` of ``total`` entries, with those of ``entries``
         (``(ranks, DeviceOps)`` of this backend's windows: the placement's
@@ -891,7 +898,7 @@ class GPUBackend:
         pairs' entries are left for the caller to fill. With ``offsets``
         None, the ``npairs`` pairs' offsets are summed on the device from the
         entries' counts (every pair with operations must be among them).
-        Timed as ``place_upload`` (the offsets), ``place_device`` (to the
+        ``out``: the host's ``(code, length)`` arrays to download into. Timed as ``place_upload`` (the offsets), ``place_device`` (to the
         placement's end) and ``place`` (the download too)."""
         cp = self.cp
         mod = next(iter(self._modules.values()))  # the run's: every module has the kernel
@@ -921,7 +928,7 @@ class GPUBackend:
                                    f"the {total} operations kept")
             stream.synchronize()
             self._add("place_device", time.perf_counter() - t)
-            got = self._download([code, length])
+            got = self._download([code, length], out=out)
         self._add("place", time.perf_counter() - t)
         return got[0], got[1]
 
