@@ -389,6 +389,19 @@ def fake_cupy(syncs: list | None = None):
                            cuda=SimpleNamespace(runtime=runtime, Event=Event))
 
 
+def downloading_backend(syncs: list | None = None, fill: int = 0) -> GPUBackend:
+    """A GPUBackend made without a device whose ``_download`` runs on host
+    memory (:func:`fake_cupy`), its staging buffers filled with ``fill``."""
+    from types import SimpleNamespace
+
+    be = object.__new__(GPUBackend)
+    be.cp, be.timings, be._pinned, be._copiers = fake_cupy(syncs), {}, {}, None
+    be._timings_lock = threading.Lock()
+    be._empty_pinned = lambda n: np.full(n, fill, np.uint8)
+    be._host_stream = lambda: SimpleNamespace(ptr=0)
+    return be
+
+
 @pytest.mark.parametrize("piece", [5, 4 << 20])
 @pytest.mark.parametrize("staging", [2, 7, 64, 4099, 1 << 20])
 def test_download_through_staging_pieces(monkeypatch, staging, piece):
@@ -396,16 +409,10 @@ def test_download_through_staging_pieces(monkeypatch, staging, piece):
     halves of a staging buffer smaller or larger than they are, cut
     mid-element, and are copied out of it in pieces on threads or whole:
     each comes back whole, one wait for each half filled."""
-    from types import SimpleNamespace
-
     monkeypatch.setattr(gpu_backend, "STAGING_BYTES", staging)
     monkeypatch.setattr(gpu_backend, "COPY_PIECE", piece)
-    be = object.__new__(GPUBackend)
     syncs = []
-    be.cp, be.timings, be._pinned, be._copiers = fake_cupy(syncs), {}, {}, None
-    be._timings_lock = threading.Lock()
-    be._empty_pinned = lambda n: np.full(n, 0xAB, np.uint8)
-    be._host_stream = lambda: SimpleNamespace(ptr=0)
+    be = downloading_backend(syncs, fill=0xAB)
     rng = np.random.default_rng(staging)
     arrays = [rng.integers(-2**31, 2**31, 1000).astype(np.int32), np.zeros(0, np.int64),
               rng.integers(0, 255, 333).astype(np.uint8), np.arange(1001, dtype=np.int64)]
@@ -419,14 +426,8 @@ def test_download_through_staging_pieces(monkeypatch, staging, piece):
 def test_download_into_the_callers_arrays(monkeypatch):
     """``out``: the arrays come back in the caller's own (a view of a larger
     one too); arrays of another shape, type or layout are refused."""
-    from types import SimpleNamespace
-
     monkeypatch.setattr(gpu_backend, "STAGING_BYTES", 64)
-    be = object.__new__(GPUBackend)
-    be.cp, be.timings, be._pinned, be._copiers = fake_cupy(), {}, {}, None
-    be._timings_lock = threading.Lock()
-    be._empty_pinned = lambda n: np.zeros(n, np.uint8)
-    be._host_stream = lambda: SimpleNamespace(ptr=0)
+    be = downloading_backend()
     code = np.arange(300, dtype=np.uint8)
     length = np.arange(300, dtype=np.int32) * 7
     big_code, big_len = np.zeros(1000, np.uint8), np.zeros(1000, np.int32)
@@ -443,14 +444,8 @@ def test_download_into_the_callers_arrays(monkeypatch):
 
 def test_download_needs_a_staging_buffer_of_two_halves(monkeypatch):
     """A staging buffer of one byte has no halves: a clear error, not a hang."""
-    from types import SimpleNamespace
-
     monkeypatch.setattr(gpu_backend, "STAGING_BYTES", 1)
-    be = object.__new__(GPUBackend)
-    be.cp, be.timings, be._pinned, be._copiers = fake_cupy(), {}, {}, None
-    be._timings_lock = threading.Lock()
-    be._empty_pinned = lambda n: np.zeros(n, np.uint8)
-    be._host_stream = lambda: SimpleNamespace(ptr=0)
+    be = downloading_backend()
     with pytest.raises(ValueError, match="STAGING_BYTES"):
         be._download([_DeviceArray(np.arange(3))])
 
