@@ -38,15 +38,14 @@ def gpu_seconds(timings: dict) -> float:
     return timings.get("gpu_busy") or timings.get("fill", 0) + timings.get("traceback", 0)
 
 
-def kernel_run(source, mode, traceback, backend):
-    """One job on ``source``: a FASTA path, read inside the timed run (the issue's
-    end to end: FASTA read to results in host memory), or a list of sequences
-    (the warm-up)."""
+def kernel_run(fasta: Path, mode, traceback, backend):
+    """One job on ``fasta``, read inside the timed run (the issue's end to end:
+    FASTA read to results in host memory)."""
     sc = Scoring.create("protein")
     backend.timings.clear()
     stages: dict = {}
     t = time.perf_counter()
-    seqs = pairalign.read_sequences(source).sequences if isinstance(source, Path) else source
+    seqs = pairalign.read_sequences(fasta).sequences
     job = Job(mode, sc, traceback, SortedSet.encode(seqs, sc))
     run_job(job, backend, timings=stages)
     wall = time.perf_counter() - t
