@@ -377,6 +377,7 @@ class Placement:
         self.ops: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         #: (ranks, DeviceOps) of batches whose operations are on a device
         self.device_ops: list[tuple[np.ndarray, DeviceOps]] = []
+        #: the job's pairs
         self.total = total
         #: operations and pairs placed so far, and their arrays made ahead
         #: (RESERVE_OPERATIONS)
@@ -527,12 +528,10 @@ class Placement:
         if owner is None or self.ops or not getattr(owner, "offsets_on_device", False):
             return None
         total = sum(int(ops.code.size) for _, ops in self.device_ops)
-        npairs = len(self.cols["query"])
-        if not owner.can_place_ops(total, npairs, offsets_on_device=True):
+        if not owner.can_place_ops(total, self.total, offsets_on_device=True):
             return None
-        out = self._reserved(total)
-        return pool.submit(owner.place_ops, self.device_ops, None, total, npairs,
-                           **({} if out is None else {"out": out}))
+        return pool.submit(owner.place_ops, self.device_ops, None, total, self.total,
+                           out=self._reserved(total))
 
     def _finish_columns(self, early) -> PairBatch:
         from .kernels import batch_ops
@@ -559,8 +558,7 @@ class Placement:
             if self.device_ops:
                 owner = self._device_owner()
                 if owner.can_place_ops(total, len(self.counts)):
-                    code, length = owner.place_ops(self.device_ops, offsets, total,
-                                                   **({} if out is None else {"out": out}))
+                    code, length = owner.place_ops(self.device_ops, offsets, total, out=out)
                 else:
                     # the device cannot hold the job's operations beside those
                     # left there: theirs come to the host and are scattered there

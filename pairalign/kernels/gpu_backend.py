@@ -898,8 +898,10 @@ class GPUBackend:
         pairs' entries are left for the caller to fill. With ``offsets``
         None, the ``npairs`` pairs' offsets are summed on the device from the
         entries' counts (every pair with operations must be among them).
-        ``out``: the host's ``(code, length)`` arrays to download into. Timed as ``place_upload`` (the offsets), ``place_device`` (to the
-        placement's end) and ``place`` (the download too)."""
+        ``out``: the host's ``(code, length)`` arrays to download into (new
+        ones where None). Timed as ``place_upload`` (the offsets),
+        ``place_device`` (to the placement's end) and ``place`` (the download
+        too)."""
         cp = self.cp
         mod = next(iter(self._modules.values()))  # the run's: every module has the kernel
         t = time.perf_counter()
