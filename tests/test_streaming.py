@@ -288,6 +288,19 @@ def test_placement_bytes_count_the_staged_rows(recs, monkeypatch):
         assert per_row == row_bytes[traceback]
 
 
+def _device_piece(device, ref, piece):
+    """``ref``'s pairs at ``piece`` (ranks: ``ref`` is in input order) as a batch
+    whose operations stayed on ``device``."""
+    from pairalign.pairs import DeviceOps, DevicePairBatch
+
+    part = ref.take(piece)
+    ops = DeviceOps(device, part.op_offsets.view(_HostArray), part.op_code.view(_HostArray),
+                    part.op_len.view(_HostArray), piece.view(_HostArray))
+    cols = {name: getattr(part, name) for name in ref.__dataclass_fields__}
+    cols |= {"op_code": np.zeros(0, np.uint8), "op_len": np.zeros(0, np.int32)}
+    return DevicePairBatch(**cols, device_ops=ops)
+
+
 @pytest.mark.parametrize("room", [True, False])
 @pytest.mark.parametrize("staged", [False, True])
 def test_placement_takes_operations_left_on_a_device(recs, room, staged, monkeypatch):
@@ -299,7 +312,7 @@ def test_placement_takes_operations_left_on_a_device(recs, room, staged, monkeyp
     there with the others; the same with the columns staged as rows."""
     from pairalign import engine
     from pairalign.engine import placement
-    from pairalign.pairs import DeviceOps, DevicePairBatch, on_host
+    from pairalign.pairs import on_host
 
     monkeypatch.setattr(engine, "STAGED_PLACEMENT", staged)
 
@@ -313,12 +326,7 @@ def test_placement_takes_operations_left_on_a_device(recs, room, staged, monkeyp
     for k, piece in enumerate(np.split(perm, cuts)):
         part = ref.take(piece)
         if k % 2:
-            ops = DeviceOps(device, part.op_offsets.view(_HostArray),
-                            part.op_code.view(_HostArray), part.op_len.view(_HostArray),
-                            piece.view(_HostArray))  # ref is in input order: ranks
-            cols = {name: getattr(part, name) for name in ref.__dataclass_fields__}
-            cols |= {"op_code": np.zeros(0, np.uint8), "op_len": np.zeros(0, np.int32)}
-            kept = DevicePairBatch(**cols, device_ops=ops)
+            kept = _device_piece(device, ref, piece)
             assert kept.nbytes == part.nbytes
             back = on_host(kept)
             for name in ref.__dataclass_fields__:
@@ -342,7 +350,6 @@ def test_a_device_that_holds_every_operation_sums_their_offsets(recs, own_room, 
     for the counts too, it places them from the host's offsets."""
     from pairalign import engine
     from pairalign.engine import placement
-    from pairalign.pairs import DeviceOps, DevicePairBatch
 
     monkeypatch.setattr(engine, "STAGED_PLACEMENT", staged)
     be, job = _job(recs, None, "local", make_scoring(recs.alphabet), True, "cpu", None, None)
@@ -351,12 +358,7 @@ def test_a_device_that_holds_every_operation_sums_their_offsets(recs, own_room, 
     device = _FakeDevice(offsets_on_device=True, own_room=own_room)
     place = placement(job)
     for piece in np.array_split(perm, 5):
-        part = ref.take(piece)
-        ops = DeviceOps(device, part.op_offsets.view(_HostArray), part.op_code.view(_HostArray),
-                        part.op_len.view(_HostArray), piece.view(_HostArray))
-        cols = {name: getattr(part, name) for name in ref.__dataclass_fields__}
-        cols |= {"op_code": np.zeros(0, np.uint8), "op_len": np.zeros(0, np.int32)}
-        place.add(DevicePairBatch(**cols, device_ops=ops))
+        place.add(_device_piece(device, ref, piece))
     got = place.finish()
     total = int(ref.op_offsets[-1])
     assert total > 0
@@ -371,31 +373,14 @@ def test_operations_placed_by_a_device_that_miscounts_them_are_an_error(recs):
     """A device whose own offsets disagree with the host's counts raises
     instead of giving a batch whose operations are misplaced."""
     from pairalign.engine import placement
-    from pairalign.pairs import DeviceOps, DevicePairBatch
 
     be, job = _job(recs, None, "local", make_scoring(recs.alphabet), True, "cpu", None, None)
     ref = run_job(job, be)
     device = _FakeDevice(offsets_on_device=True, miscount=True)
     place = placement(job)
-    ops = DeviceOps(device, ref.op_offsets.view(_HostArray), ref.op_code.view(_HostArray),
-                    ref.op_len.view(_HostArray), np.arange(len(ref)).view(_HostArray))
-    cols = {name: getattr(ref, name) for name in ref.__dataclass_fields__}
-    cols |= {"op_code": np.zeros(0, np.uint8), "op_len": np.zeros(0, np.int32)}
-    place.add(DevicePairBatch(**cols, device_ops=ops))
+    place.add(_device_piece(device, ref, np.arange(len(ref))))
     with pytest.raises(RuntimeError, match="operations where the pairs' counts sum to"):
         place.finish()
-
-
-def _device_piece(device, ref, piece):
-    """``ref``'s pairs at ``piece`` as a batch whose operations stayed on ``device``."""
-    from pairalign.pairs import DeviceOps, DevicePairBatch
-
-    part = ref.take(piece)
-    ops = DeviceOps(device, part.op_offsets.view(_HostArray), part.op_code.view(_HostArray),
-                    part.op_len.view(_HostArray), piece.view(_HostArray))
-    cols = {name: getattr(part, name) for name in ref.__dataclass_fields__}
-    cols |= {"op_code": np.zeros(0, np.uint8), "op_len": np.zeros(0, np.int32)}
-    return DevicePairBatch(**cols, device_ops=ops)
 
 
 @pytest.mark.parametrize("margin", [1.3, 0.5])
