@@ -26,11 +26,11 @@ _UNSET = ("query_begin", "target_begin", "identities", "length")
 #: its batches come in, from an estimate of their total (the operations per
 #: pair so far), and faults their pages in on a thread of its own
 #: (:class:`_OperationsReserve`), so that the operations' copy into them at
-#: :meth:`Placement.finish` is a copy, not a first touch of new memory. Off:
-#: not yet measured on a device. (At 1e13 cells, global with traceback on the
-#: H100, that copy took 2.5 s for 15.6 GB after the GPU's last window, while
-#: the host had waited 3.5 s on windows: benchmarks/NOTES.md, v38.)
-RESERVE_OPERATIONS = False
+#: :meth:`Placement.finish` is a copy, not a first touch of new memory. At
+#: 1e13 cells on the H100, with traceback, in one process (best of two):
+#: global 8.607 to 8.203 s, the operations' placement after the GPU 1.38 to
+#: 0.81 s; local 5.616 to 5.570 s (benchmarks/NOTES.md, v39).
+RESERVE_OPERATIONS = True
 #: The share of the pairs placed before the estimate is taken; the arrays'
 #: room over it; the fewest operations estimated worth it.
 RESERVE_AFTER = 0.1
