@@ -9,7 +9,12 @@ kernel's transparent huge page settings; a first write of fresh memory (page
 faults) and a second one, on one thread and on several; the staging copy-out
 into fresh and into written memory; and CuPy's device-to-host copies into a
 pinned buffer and into fresh pageable memory, as bounds for what a download
-path could reach.
+path could reach. Then what the operations' arrays made ahead
+(``pairs.RESERVE_OPERATIONS``) cost: their pages faulted in by
+``batch_ops.touch_pages`` on one thread and on several, and, as another way
+to download into them, registering written memory with the driver
+(``cudaHostRegister``), the device's copy straight into it, and its
+unregistering.
 """
 
 from __future__ import annotations
@@ -77,6 +82,42 @@ def main() -> None:
         t = time.perf_counter()
         d.get(out=out)
         print(f"device to host into {label}: {rate(nbytes, time.perf_counter() - t)}")
+    del d, pinned
+    reserve_paths(nbytes, args.threads)
+
+
+def reserve_paths(nbytes: int, threads: int) -> None:
+    """Faulting pages in ahead (``touch_pages``), and registered memory."""
+    import cupy as cp
+
+    from pairalign.kernels import batch_ops
+
+    page = 4096
+    batch_ops.touch_pages(np.empty(page, np.uint8), 0, page, page)  # compiled
+    for k in (1, threads):
+        a = np.empty(nbytes, np.uint8)
+        step = -(-nbytes // k)
+        t = time.perf_counter()
+        with ThreadPoolExecutor(k) as pool:
+            list(pool.map(lambda lo: batch_ops.touch_pages(a, lo, min(lo + step, nbytes), page),
+                          range(0, nbytes, step)))
+        print(f"touch_pages, {k} thread(s): {rate(nbytes, time.perf_counter() - t)}")
+        del a
+    a = np.empty(nbytes, np.uint8)
+    a[:] = 0
+    d = cp.ones(nbytes, cp.uint8)
+    runtime = cp.cuda.runtime
+    t = time.perf_counter()
+    runtime.hostRegister(a.ctypes.data, nbytes, 0)
+    print(f"cudaHostRegister of written memory: {rate(nbytes, time.perf_counter() - t)}")
+    cp.cuda.Device().synchronize()
+    t = time.perf_counter()
+    runtime.memcpy(a.ctypes.data, d.data.ptr, nbytes, runtime.memcpyDeviceToHost)
+    print(f"device to host into registered memory: {rate(nbytes, time.perf_counter() - t)}")
+    assert a[:: 1 << 20].min() == 1
+    t = time.perf_counter()
+    runtime.hostUnregister(a.ctypes.data)
+    print(f"cudaHostUnregister: {rate(nbytes, time.perf_counter() - t)}")
 
 
 if __name__ == "__main__":
