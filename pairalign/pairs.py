@@ -42,24 +42,17 @@ class _OperationsReserve:
     """Host arrays (``code``, ``length``) for a job's operations, made before
     their total is known (``capacity`` entries), their pages faulted in on a
     thread of its own up to the latest estimate (:meth:`want`) until
-    :meth:`take` stops it: nothing else writes them meanwhile. With ``pin``
-    (a :class:`~pairalign.kernels.host_registry.HostRegistry`), each piece
-    faulted in is registered with the device's driver too, until
-    :meth:`unpin` (a download into them releases what it has used)."""
+    :meth:`take` stops it: nothing else writes them meanwhile."""
 
     PAGE = 4096
     CHUNK = 1 << 24  # bytes faulted in a step
 
-    def __init__(self, capacity: int, pin=None) -> None:
+    def __init__(self, capacity: int) -> None:
         self.code = np.empty(capacity, np.uint8)
         self.length = np.empty(capacity, np.int32)
         self._target = 0  # entries wanted
         self._done = 0  # entries whose pages are in
         self._stop = False
-        #: a device backend's HostRegistry: the pages registered with its
-        #: driver as they come in, so that its download copies straight in
-        self._pin = pin
-        self._pinned: list[int] = []  # the registered ranges' starts
         self._cv = threading.Condition()
         self._thread = threading.Thread(target=self._run, name="pairalign-reserve", daemon=True)
         self._thread.start()
@@ -75,8 +68,7 @@ class _OperationsReserve:
 
         code = self.code.view(np.uint8)
         length = self.length.view(np.uint8)
-        # entries: a byte of code and four of length each, in whole pages
-        step = self.CHUNK // 5 // self.PAGE * self.PAGE
+        step = self.CHUNK // 5  # entries: a byte of code and four of length each
         while True:
             with self._cv:
                 while not self._stop and self._done >= self._target:
@@ -86,25 +78,8 @@ class _OperationsReserve:
                 lo, hi = self._done, min(self._target, self._done + step)
             batch_ops.touch_pages(code, lo, hi, self.PAGE)
             batch_ops.touch_pages(length, 4 * lo, 4 * hi, self.PAGE)
-            if self._pin is not None:
-                self._register(lo, hi)
             with self._cv:
                 self._done = hi
-
-    def _register(self, lo: int, hi: int) -> None:
-        """Entries ``lo`` to ``hi`` of both arrays registered (see HostRegistry.register:
-        the ranges of one array tile it)."""
-        for a in (self.code, self.length):
-            base, size = a.ctypes.data, a.itemsize
-            start = self._pin.register(base + lo * size, base + hi * size, base + a.nbytes)
-            if start is not None:
-                self._pinned.append(start)
-
-    def unpin(self) -> None:
-        """Release every range registered (the faulting thread stopped)."""
-        if self._pin is not None:
-            self._pin.release(self._pinned)
-            self._pinned = []
 
     def take(self, total: int) -> tuple[np.ndarray, np.ndarray] | None:
         """The first ``total`` entries of both arrays, or None where they hold
@@ -408,7 +383,6 @@ class Placement:
         #: (RESERVE_OPERATIONS)
         self._seen = [0, 0]
         self._reserve: _OperationsReserve | None = None
-        self._taken: _OperationsReserve | None = None  # unpinned at finish's end
 
     def _write_known(self) -> None:
         """The columns that need no batch: the indices of each rank, and the
@@ -504,21 +478,13 @@ class Placement:
         if self._reserve is None:
             if self._seen[1] < RESERVE_AFTER * self.total or estimate < RESERVE_LEAST:
                 return
-            # registered where one device holds every operation so far (its
-            # download at the end fills the arrays)
-            owners = {id(ops.owner): ops.owner for _, ops in self.device_ops}
-            owner = next(iter(owners.values())) if len(owners) == 1 and not self.ops else None
-            self._reserve = _OperationsReserve(int(RESERVE_MARGIN * estimate) + 1,
-                                               getattr(owner, "host_registry", None))
+            self._reserve = _OperationsReserve(int(RESERVE_MARGIN * estimate) + 1)
         self._reserve.want(estimate)
 
     def _reserved(self, total: int) -> tuple[np.ndarray, np.ndarray] | None:
         """The operations' arrays made ahead, where they hold ``total``."""
         reserve, self._reserve = self._reserve, None
-        if reserve is None:
-            return None
-        self._taken = reserve
-        return reserve.take(total)
+        return None if reserve is None else reserve.take(total)
 
     def finish(self) -> PairBatch:
         """Every pair in input order. Operations left on a device are placed
@@ -543,8 +509,6 @@ class Placement:
                 return self._finish_columns(self._place_early(pool))
             finally:
                 self._reserved(0)  # its thread stopped, where nothing took it
-                if self._taken is not None:
-                    self._taken.unpin()
 
     def _device_owner(self):
         """The one device backend whose windows left operations there, or None."""

@@ -411,38 +411,6 @@ def test_operations_downloaded_into_arrays_made_ahead(data_dir, monkeypatch, mod
     assert outs == [True]
 
 
-@pytest.mark.parametrize("mode", ["global", "local"])
-def test_operations_downloaded_straight_into_registered_arrays(data_dir, monkeypatch, mode):
-    """With DOWNLOAD_REGISTERED, the arrays made ahead are registered with the
-    driver as their pages come in, the final download copies straight into
-    them, and every range is released by the end: the CPU's alignments."""
-    import time
-
-    from pairalign import pairs
-
-    monkeypatch.setattr(pairs, "RESERVE_OPERATIONS", True)
-    monkeypatch.setattr(pairs, "RESERVE_LEAST", 1)
-    monkeypatch.setattr(pairs, "RESERVE_MARGIN", 10.0)
-    monkeypatch.setattr(gpu_backend, "DOWNLOAD_REGISTERED", True)
-    take = pairs._OperationsReserve.take
-
-    def patient(self, total):  # every page wanted in (and registered) first
-        while self._done < min(self._target, len(self.code)):
-            time.sleep(0.001)
-        return take(self, total)
-
-    monkeypatch.setattr(pairs._OperationsReserve, "take", patient)
-    backends = []
-    download = gpu_backend.GPUBackend._download
-    monkeypatch.setattr(gpu_backend.GPUBackend, "_download",
-                        lambda self, *a, **k: backends.append(self) or download(self, *a, **k))
-    cpu, gpu = both(data_dir / "adeno_fiber.faa", mode=mode, traceback=True, window=32)
-    assert_same(cpu, gpu)
-    registry = backends[-1].host_registry
-    assert registry.registered > 0 and registry.held == 0 and not registry.failed
-    assert backends[-1].timings.get("d2h_registered", 0) > 0
-
-
 @pytest.mark.skipif(gpu_count() < 2, reason="needs two CUDA devices")
 @pytest.mark.parametrize("fetch_thread", [False, True])
 @pytest.mark.parametrize("mode", ["global", "local"])

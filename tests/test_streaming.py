@@ -420,46 +420,6 @@ def test_operations_reserved_ahead(recs, monkeypatch, pieces, margin):
     assert not any(t.name == "pairalign-reserve" for t in threading.enumerate())
 
 
-@pytest.mark.parametrize("pieces", ["device", "both"])
-def test_reserve_registered_with_the_one_device_that_holds_the_operations(recs, monkeypatch,
-                                                                          pieces):
-    """The operations' reserve is registered with the device's HostRegistry
-    (``host_registry``) where that one device holds every operation so far,
-    and every range is released by the end; with host pieces among them, it
-    is not registered."""
-    from test_host_registry import _registry
-
-    from pairalign import pairs
-    from pairalign.engine import placement
-
-    monkeypatch.setattr(pairs, "RESERVE_OPERATIONS", True)
-    monkeypatch.setattr(pairs, "RESERVE_LEAST", 1)
-    monkeypatch.setattr(pairs, "RESERVE_AFTER", 0.2)
-    pins = []
-
-    class Reserve(pairs._OperationsReserve):
-        def __init__(self, capacity, pin=None):
-            pins.append(pin)
-            super().__init__(capacity, pin)
-
-    monkeypatch.setattr(pairs, "_OperationsReserve", Reserve)
-    be, job = _job(recs, None, "local", make_scoring(recs.alphabet), True, "cpu", None, None)
-    ref = run_job(job, be)
-    pins.clear()  # the reference run's own reserve
-    device = _FakeDevice()
-    device.host_registry, driver = _registry()
-    perm = np.random.default_rng(5).permutation(len(ref))
-    place = placement(job)
-    for k, piece in enumerate(np.array_split(perm, 6)):
-        on_device = pieces == "device" or k % 2
-        place.add(_device_piece(device, ref, piece) if on_device else ref.take(piece))
-    got = place.finish()
-    for name in ref.__dataclass_fields__:
-        assert np.array_equal(getattr(ref, name), getattr(got, name)), name
-    assert pins == [device.host_registry if pieces == "device" else None]
-    assert driver.live == {} and device.host_registry.held == 0
-
-
 def test_reserve_faults_in_what_is_wanted_and_stops_when_taken():
     """The reserve's thread faults pages in up to the latest estimate, at
     most its capacity, and has stopped once the arrays are taken; a total

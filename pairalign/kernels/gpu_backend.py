@@ -165,15 +165,6 @@ STAGING_BYTES = 64 << 20
 #: runs with traceback back (0.28 s of a 0.70 s run, 2e11 cells on the H100).
 COPY_THREADS = 8
 COPY_PIECE = 4 << 20
-#: Downloads into host memory that the backend has registered with the
-#: driver (``host_registry``: the operations' arrays made ahead, see
-#: pairs.RESERVE_OPERATIONS, registered piece by piece during the run) go
-#: straight there instead of through the staging buffer and the host's
-#: copy-out, which at the end of a global run competes with the host's own
-#: work (1e13 cells on the H200: 15.6 GB at 11 GB/s). At most
-#: REGISTER_MAX_SHARE of the host's memory is registered at once.
-DOWNLOAD_REGISTERED = False
-REGISTER_MAX_SHARE = 0.25
 #: With traceback, a run that asks (``keep_ops_on_device``: the engine's
 #: placement in input order) leaves each window's compacted operations on the
 #: device, and they are placed there and downloaded once at the end
@@ -516,7 +507,6 @@ class GPUBackend:
         self._timings_lock = threading.Lock()
         self._constants: dict = {}  # (value, dtype) -> read-only array: see _constant
         self._copiers = None  # a ThreadPoolExecutor, made at the first large download
-        self._registry = None  # a HostRegistry (DOWNLOAD_REGISTERED), made at first use
         self._spans: list = []
         #: the last run's windows with their spans: (window, start, end),
         #: seconds from its first launch (CUDA events), in the order fetched
@@ -761,21 +751,6 @@ class GPUBackend:
             self._add("pinned", time.perf_counter() - t)
         return buf
 
-    @property
-    def host_registry(self):
-        """The :class:`~pairalign.kernels.host_registry.HostRegistry` whose
-        ranges downloads copy straight into, or None (DOWNLOAD_REGISTERED off)."""
-        if not DOWNLOAD_REGISTERED:
-            return None
-        if self._registry is None:
-            import os
-
-            from .host_registry import HostRegistry
-
-            memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-            self._registry = HostRegistry(self.cp, self.device, REGISTER_MAX_SHARE * memory)
-        return self._registry
-
     def _download(self, arrays: list, stream=None, out=None) -> list[np.ndarray]:
         """Device arrays to host arrays (new ones, or ``out``'s, contiguous and
         of their shapes and types): asynchronous copies on ``stream`` (by
@@ -817,48 +792,27 @@ class GPUBackend:
             ends[k].record(stream)
 
         k, used = 0, 0
-        registry = self._registry if DOWNLOAD_REGISTERED else None
-        direct: list[tuple[object, int]] = []  # (event after a direct copy, its range)
         for a, o in zip(arrays, out):
             dst = o.reshape(-1).view(np.uint8)
-            pieces = ([] if registry is None or not a.nbytes
-                      else registry.covered(dst.ctypes.data, dst.ctypes.data + a.nbytes))
-            pieces.append((dst.ctypes.data + a.nbytes, dst.ctypes.data + a.nbytes))
             done = 0
-            for p_lo, p_hi in pieces:
-                # staged up to the next registered range, then straight into it
-                while done < p_lo - dst.ctypes.data:
-                    if used == half:
-                        close(k)
-                        k ^= 1
-                        if ends[k] is not None:
-                            drain(k)
-                        used = 0
-                    n = min(p_lo - dst.ctypes.data - done, half - used)
-                    at = k * half + used
-                    cp.cuda.runtime.memcpyAsync(buf.ctypes.data + at, a.data.ptr + done, n,
-                                                cp.cuda.runtime.memcpyDeviceToHost, stream.ptr)
-                    queued[k].append((dst, done, at, n))
-                    used += n
-                    done += n
-                if p_hi > p_lo:
-                    cp.cuda.runtime.memcpyAsync(p_lo, a.data.ptr + done, p_hi - p_lo,
-                                                cp.cuda.runtime.memcpyDeviceToHost, stream.ptr)
-                    ev = cp.cuda.Event(block=False, disable_timing=True)
-                    ev.record(stream)
-                    direct.append((ev, registry.start_of(p_lo)))
-                    done += p_hi - p_lo
+            while done < a.nbytes:
+                if used == half:
+                    close(k)
+                    k ^= 1
+                    if ends[k] is not None:
+                        drain(k)
+                    used = 0
+                n = min(a.nbytes - done, half - used)
+                at = k * half + used
+                cp.cuda.runtime.memcpyAsync(buf.ctypes.data + at, a.data.ptr + done, n,
+                                            cp.cuda.runtime.memcpyDeviceToHost, stream.ptr)
+                queued[k].append((dst, done, at, n))
+                used += n
+                done += n
         close(k)
         for j in (k ^ 1, k):  # the older half first
             if ends[j] is not None:
                 drain(j)
-        # each registered range released once the device has copied into it
-        t = time.perf_counter()
-        for ev, start in direct:
-            ev.synchronize()
-            registry.release([start])
-        if direct:
-            self._add("d2h_registered", time.perf_counter() - t)
         return out
 
     def _copy_out(self, pieces: list[tuple[np.ndarray, int, int, int]], buf: np.ndarray) -> None:
