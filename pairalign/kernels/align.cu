@@ -742,6 +742,13 @@ struct Stripe2 {
     }
 };
 
+// Rows of the top pad above a query of n rows (Stripe2::top_pad), to a
+// multiple of P: the couples' fills and the walk take it from here.
+template <int mode, bool want_tb, int R, int P = R>
+__device__ __forceinline__ int top_pad_rows(int n) {
+    return Stripe2<mode, want_tb, R>::top_pad ? (P - n % P) % P : 0;
+}
+
 // Where column j's profile entries start, in bytes from a lane's word of entry
 // 0 (entries of G words): low half target 0's, high half target 1's; a column
 // past a target's end takes entry K (-128 throughout).
@@ -779,9 +786,7 @@ struct TargetCouple {
     int m0, m1, K;
 
     // rows of the top pad (see Stripe2::top_pad)
-    __device__ __forceinline__ int pad() const {
-        return Stripe2<mode, want_tb, R>::top_pad ? (P - n % P) % P : 0;
-    }
+    __device__ __forceinline__ int pad() const { return top_pad_rows<mode, want_tb, R, P>(n); }
     __device__ __forceinline__ int rows() const { return n; }
     // the same couple in stripes of S rows a lane
     template <int S>
@@ -874,7 +879,7 @@ struct QueryCouple {
     // TargetCouple), in its profile rows and its tracking: the couple's rows
     // start at 0
     __device__ __forceinline__ static int pad_of(int n) {
-        return Stripe2<mode, want_tb, R>::top_pad ? (P - n % P) % P : 0;
+        return top_pad_rows<mode, want_tb, R, P>(n);
     }
     __device__ __forceinline__ int pad() const { return 0; }
     __device__ __forceinline__ int rows() const {
@@ -1469,17 +1474,17 @@ walk(
     // filled, a query couple's (the first nqpack pairs, p and p ^ 1) the
     // longer query's
     int short_from = NO_SHORT_BAND, pad = 0;
-    if (Stripe2<mode, true, PACK_TB_ROWS>::top_pad && p < npack) {
+    if (p < npack) {
         const int n = (int)(offsets[pair_row[p] + 1] - offsets[pair_row[p]]);
-        pad = (PACK_TB_ROWS - n % PACK_TB_ROWS) % PACK_TB_ROWS;  // TargetCouple::pad
-    }
-    if (short_last_band<true, PACK_TB_ROWS> && p < npack) {
-        int rows = (int)(offsets[pair_row[p] + 1] - offsets[pair_row[p]]);
-        if (p < nqpack)
-            rows = max(rows, (int)(offsets[pair_row[p ^ 1] + 1] - offsets[pair_row[p ^ 1]]));
-        rows += pad;
-        const int full = whole_band_stripes<true, PACK_TB_ROWS, PACK_TB_GROUP>(rows);
-        if (full * PACK_TB_ROWS < rows) short_from = full * TB_STRIPES;
+        pad = top_pad_rows<mode, true, PACK_TB_ROWS>(n);  // TargetCouple::pad
+        if (short_last_band<true, PACK_TB_ROWS>) {
+            int rows = n;
+            if (p < nqpack)
+                rows = max(rows, (int)(offsets[pair_row[p ^ 1] + 1] - offsets[pair_row[p ^ 1]]));
+            rows += pad;
+            const int full = whole_band_stripes<true, PACK_TB_ROWS, PACK_TB_GROUP>(rows);
+            if (full * PACK_TB_ROWS < rows) short_from = full * TB_STRIPES;
+        }
     }
     // local mode: the score of the current state's cell, carried back from the
     // end cell (H = 0 is where the alignment starts; see the top of the file)
