@@ -33,6 +33,15 @@ def both(seqs, **kw):
             pairalign.align_all(seqs, backend="gpu", **kw))
 
 
+@pytest.mark.parametrize("mode", ["global", "semiglobal", "local"])
+def test_adeno_walked_apart_from_the_fill(data_dir, monkeypatch, mode):
+    """With FUSED_WALK off, the walk kernel walks the packed pairs too (as
+    before v39): the CPU's alignments."""
+    monkeypatch.setattr(gpu_backend, "FUSED_WALK", False)
+    cpu, gpu = both(data_dir / "adeno_fiber.faa", mode=mode, traceback=True)
+    assert_same(cpu, gpu)
+
+
 @pytest.mark.parametrize("mode", ["global", "semiglobal", "local", "local bounded"])
 @pytest.mark.parametrize("traceback", [True, False])
 def test_adeno_all_pairs(data_dir, monkeypatch, mode, traceback):

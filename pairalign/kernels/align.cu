@@ -1219,6 +1219,23 @@ fill(
     out_ej[p] = bj;
 }
 
+// With traceback, fill2's groups walk their own couples' pairs as soon as
+// their fill is done (lanes 0 and 1 of each group, pairs 2c and 2c + 1), and
+// walk takes the other pairs alone: the separate walk kernel's blocks,
+// which could not share an SM with two of fill2's, kept the next window's
+// fill to one block on the SMs they held (the host passes
+// gpu_backend.FUSED_WALK).
+#ifndef FUSED_WALK
+#define FUSED_WALK 0
+#endif
+template <int mode>
+__device__ __forceinline__ void walk_packed_pair(
+     const unsigned char* codes, const long long* offsets, const int* pair_row,
+     const int* pair_col, int p, bool query_couple, const unsigned int* tb,
+     const long long* off, const int* matrix, int K, int go, int ge, int v, int i, int j,
+     const long long* op_off, unsigned char* op_code, int* op_len, int* out_qb, int* out_tb,
+     int* out_nops, int* out_ident, int* out_alen);
+
 // Pairs 2c and 2c + 1 (one query) in group c (fill_pack), couples
 // couple_warps[w] to couple_warps[w + 1] (at most 32 / G) in warp w, all of
 // one query; the boundary rows at boff[2c], each pair's traceback words at
@@ -1245,7 +1262,10 @@ fill2(
      const int* __restrict__ matrix, const int K, const int go, const int ge, const int neg,
      SCORE* __restrict__ bnd_h, SCORE* __restrict__ bnd_f, const long long* __restrict__ boff,
      unsigned int* __restrict__ tb, const long long* __restrict__ off,
-     int* __restrict__ out_score, int* __restrict__ out_ei, int* __restrict__ out_ej)
+     int* __restrict__ out_score, int* __restrict__ out_ei, int* __restrict__ out_ej,
+     const long long* __restrict__ op_off, unsigned char* __restrict__ op_code,
+     int* __restrict__ op_len, int* __restrict__ out_qb, int* __restrict__ out_tb,
+     int* __restrict__ out_nops, int* __restrict__ out_ident, int* __restrict__ out_alen)
 {
     constexpr int R = want_tb ? PACK_TB_ROWS : pack_rows(mode);
     constexpr int G = want_tb ? PACK_TB_GROUP : pack_group(mode);
@@ -1313,6 +1333,22 @@ fill2(
             out_score[p + k] = best[k]; out_ei[p + k] = bi[k]; out_ej[p + k] = bj[k];
         }
     }
+#if FUSED_WALK
+    if constexpr (want_tb) {
+        // lane 1 of the group takes pair p + 1's end from lane 0; the warp's
+        // barrier orders its lanes' stores of the words before the walks' loads
+        const int from = lane & ~(G - 1), gl = lane & (G - 1);
+        const int v1 = __shfl_sync(FULL, best[1], from);
+        const int i1 = __shfl_sync(FULL, bi[1], from);
+        const int j1 = __shfl_sync(FULL, bj[1], from);
+        __syncwarp();
+        if (real && gl < 2)
+            walk_packed_pair<mode>(codes, offsets, pair_row, pair_col, p + gl, query, tb, off,
+                                   matrix, K, go, ge, gl ? v1 : best[0], gl ? i1 : bi[0],
+                                   gl ? j1 : bj[0], op_off, op_code, op_len, out_qb, out_tb,
+                                   out_nops, out_ident, out_alen);
+    }
+#endif
 }
 
 // The four bits of row r's cell from its stripe's traceback word (bit planes)
@@ -1432,6 +1468,66 @@ __device__ __forceinline__ void walk_pair(
     nops = (int)(runs.pos - op_off);
 }
 
+// A packed pair's short last band and top pad for walk_pair (see fill_pack):
+// from its query's n rows, or a query couple's longer query's (n_other, the
+// other pair's query; 0 for target couples).
+template <int mode>
+__device__ __forceinline__ void packed_walk_layout(int n, int n_other, int& short_from,
+                                                   int& pad) {
+    short_from = NO_SHORT_BAND;
+    pad = top_pad_rows<mode, true, PACK_TB_ROWS>(n);  // TargetCouple::pad
+    if (short_last_band<true, PACK_TB_ROWS>) {
+        const int rows = max(n, n_other) + pad;
+        const int full = whole_band_stripes<true, PACK_TB_ROWS, PACK_TB_GROUP>(rows);
+        if (full * PACK_TB_ROWS < rows) short_from = full * TB_STRIPES;
+    }
+}
+
+// walk_pair from (i, j) of score v, and pair p's outputs written: where its
+// alignment starts, its operations' count, identities and length.
+template <int mode>
+__device__ __forceinline__ void walk_out(
+     int p, const unsigned char* a, const unsigned char* b, const unsigned int* tbw, bool wide,
+     int g, int gs, int short_from, long long span, int pad, const int* matrix, int K, int go,
+     int ge, int v, int i, int j, const long long* op_off, unsigned char* op_code, int* op_len,
+     int* out_qb, int* out_tb, int* out_nops, int* out_ident, int* out_alen)
+{
+    int nops = 0, ident = 0, length = 0;
+#ifndef WALK_SKIP  // benchmarks only: what the walks cost (every alignment empty)
+    walk_pair<mode>(a, b, tbw, wide, g, gs, short_from, span, matrix, K, go, ge, v, op_off[p],
+                    op_code, op_len, i, j, nops, ident, length, pad);
+#endif
+    out_qb[p] = i;
+    out_tb[p] = j;
+    out_nops[p] = nops;
+    out_ident[p] = ident;
+    out_alen[p] = length;
+}
+
+// The walk of packed pair p (a couple's, see fill_pack) from its end cell (i,
+// j) of score v: its words at off[p] in the couples' layout; where
+// query_couple, its couple's other pair is p ^ 1 (the longer query's bands).
+template <int mode>
+__device__ __forceinline__ void walk_packed_pair(
+     const unsigned char* codes, const long long* offsets, const int* pair_row,
+     const int* pair_col, int p, bool query_couple, const unsigned int* tb,
+     const long long* off, const int* matrix, int K, int go, int ge, int v, int i, int j,
+     const long long* op_off, unsigned char* op_code, int* op_len, int* out_qb, int* out_tb,
+     int* out_nops, int* out_ident, int* out_alen)
+{
+    const long long toff = offsets[pair_col[p]];
+    int short_from, pad;
+    packed_walk_layout<mode>(
+        (int)(offsets[pair_row[p] + 1] - offsets[pair_row[p]]),
+        query_couple ? (int)(offsets[pair_row[p ^ 1] + 1] - offsets[pair_row[p ^ 1]]) : 0,
+        short_from, pad);
+    walk_out<mode>(p, codes + offsets[pair_row[p]], codes + toff, tb + off[p], true,
+                   PACK_TB_GROUP, PACK_TB_GROUP * TB_STRIPES, short_from,
+                   (long long)(offsets[pair_col[p] + 1] - toff) + PACK_TB_GROUP - 1, pad, matrix,
+                   K, go, ge, v, i, j, op_off, op_code, op_len, out_qb, out_tb, out_nops,
+                   out_ident, out_alen);
+}
+
 // WALK_MIN_BLOCKS: blocks a SM that walk's registers must allow: 48 registers
 // give five (without the bound, local's walk takes 54 and four); at six
 // ptxas spills 44-52 bytes, at eight 88-100, and the walk ran slower
@@ -1453,9 +1549,9 @@ walk(
      const long long* __restrict__ op_off, unsigned char* __restrict__ op_code,
      int* __restrict__ op_len,
      int* __restrict__ out_qb, int* __restrict__ out_tb, int* __restrict__ out_nops,
-     int* __restrict__ out_ident, int* __restrict__ out_alen)
+     int* __restrict__ out_ident, int* __restrict__ out_alen, const int p0)
 {
-    const int p = blockIdx.x * blockDim.x + threadIdx.x;
+    const int p = p0 + blockIdx.x * blockDim.x + threadIdx.x;
     if (p >= npairs) return;
     const unsigned char* a = codes + offsets[pair_row[p]];
     const long long toff = offsets[pair_col[p]];
@@ -1474,30 +1570,16 @@ walk(
     // filled, a query couple's (the first nqpack pairs, p and p ^ 1) the
     // longer query's
     int short_from = NO_SHORT_BAND, pad = 0;
-    if (p < npack) {
-        const int n = (int)(offsets[pair_row[p] + 1] - offsets[pair_row[p]]);
-        pad = top_pad_rows<mode, true, PACK_TB_ROWS>(n);  // TargetCouple::pad
-        if (short_last_band<true, PACK_TB_ROWS>) {
-            int rows = n;
-            if (p < nqpack)
-                rows = max(rows, (int)(offsets[pair_row[p ^ 1] + 1] - offsets[pair_row[p ^ 1]]));
-            rows += pad;
-            const int full = whole_band_stripes<true, PACK_TB_ROWS, PACK_TB_GROUP>(rows);
-            if (full * PACK_TB_ROWS < rows) short_from = full * TB_STRIPES;
-        }
-    }
+    if (p < npack)
+        packed_walk_layout<mode>(
+            (int)(offsets[pair_row[p] + 1] - offsets[pair_row[p]]),
+            p < nqpack ? (int)(offsets[pair_row[p ^ 1] + 1] - offsets[pair_row[p ^ 1]]) : 0,
+            short_from, pad);
     // local mode: the score of the current state's cell, carried back from the
     // end cell (H = 0 is where the alignment starts; see the top of the file)
-    int i = ei[p], j = ej[p], nops = 0, ident = 0, length = 0;
-#ifndef WALK_SKIP  // benchmarks only: what the walks cost (every alignment empty)
-    walk_pair<mode>(a, b, tbw, wide, g, gs, short_from, span, matrix, K, go, ge, score[p],
-                    op_off[p], op_code, op_len, i, j, nops, ident, length, pad);
-#endif
-    out_qb[p] = i;
-    out_tb[p] = j;
-    out_nops[p] = nops;
-    out_ident[p] = ident;
-    out_alen[p] = length;
+    walk_out<mode>(p, a, b, tbw, wide, g, gs, short_from, span, pad, matrix, K, go, ge, score[p],
+                   ei[p], ej[p], op_off, op_code, op_len, out_qb, out_tb, out_nops, out_ident,
+                   out_alen);
 }
 
 // ---------------------------------------------------------------------------

@@ -273,6 +273,15 @@ MAX_WIDTH = 1024
 #: v33).
 MAX_WIDTH_SEVERAL = 2048
 SEVERAL_MIN_WINDOWS = 4
+#: With traceback, the packed kernel's groups walk their own pairs once their
+#: fill is done, and the walk kernel takes the other pairs alone (align.cu,
+#: FUSED_WALK): the walk kernel's blocks, beside the next window's fill, kept
+#: it to one block a SM where they ran (two of fill2's hold the registers).
+#: At 1e13 cells on the H100, one process, best of two, results equal: local
+#: 5.764 to 5.418 s (GPU span 5.458 to 5.122 s), semiglobal 6.264 to 6.159 s,
+#: global level (8.522 against 8.537 s: its walks are long, and cost as much
+#: in the fill's blocks). benchmarks/NOTES.md, v39.
+FUSED_WALK = True
 #: Windows fitted by their bound that a job's first launch plans, largest
 #: bound first, to size the stream slots (see GPUBackend._job_slot_bytes).
 SLOT_PLANS = 4
@@ -465,7 +474,7 @@ def module_defines() -> tuple[str, ...]:
             f"TB_TOP_PAD={int(SEMIGLOBAL_TRACEBACK_TOP_PAD)}",
             f"BOUND_ROWS={BOUND_ROWS}", f"BLOCK_QUERY_PROFILE={int(BLOCK_QUERY_PROFILE)}",
             f"BLOCK_QUERY_PROFILE_TB={int(BLOCK_QUERY_PROFILE_TRACEBACK)}",
-            *DEFINES)
+            f"FUSED_WALK={int(FUSED_WALK)}", *DEFINES)
 
 
 class GPUBackend:
@@ -1245,15 +1254,17 @@ class GPUBackend:
             h["ev"][1].record()
             if traceback:
                 sc = job.scoring
-                mod.get_function(f"walk<{job.mode_code}>")(
-                    (-(-plan.npairs // THREADS),), (THREADS,),
-                    (state["codes"], state["offsets"], a["rows"], a["cols"],
-                     np.int32(plan.npairs), np.int32(plan.nwide), np.int32(plan.npack),
-                     np.int32(2 * plan.couple_warps[plan.query_warps]),
-                     a["words"], lay["off"], lay["warp_m"], state["matrix"],
-                     np.int32(sc.matrix.shape[0]), np.int32(sc.gap_open),
-                     np.int32(sc.gap_extend), h["score"], h["ei"], h["ej"], h["off"],
-                     h["code"], h["len"], h["qb"], h["tb"], h["nops"], h["ident"], h["alen"]))
+                first = plan.npack if FUSED_WALK else 0  # the packed pairs: fill2 walked them
+                if plan.npairs > first:
+                    mod.get_function(f"walk<{job.mode_code}>")(
+                        (-(-(plan.npairs - first) // THREADS),), (THREADS,),
+                        (state["codes"], state["offsets"], a["rows"], a["cols"],
+                         np.int32(plan.npairs), np.int32(plan.nwide), np.int32(plan.npack),
+                         np.int32(2 * plan.couple_warps[plan.query_warps]),
+                         a["words"], lay["off"], lay["warp_m"], state["matrix"],
+                         np.int32(sc.matrix.shape[0]), np.int32(sc.gap_open),
+                         np.int32(sc.gap_extend), h["score"], h["ei"], h["ej"], h["off"],
+                         h["code"], h["len"], *self._walk_outputs(h), np.int32(first)))
             elif bounded:
                 self._walk_boxes(job, state, a, lay, mod)
             h["ev"][2].record()
@@ -1278,12 +1289,16 @@ class GPUBackend:
             threads = _pack_threads(traceback)
             warps = threads // 32
             pack_shared = _pack_shared_bytes(K, rows, group, traceback, nq > 0)
+            # with traceback, where its groups walk their pairs (FUSED_WALK),
+            # what walk writes; else never read
+            walks = ((lay["op_off"], a["code"], a["len"], *self._walk_outputs(a))
+                     if traceback else (a["score"],) * 8)
             self._function(mod, f"fill2<{job.mode_code},{tb_flag}>", pack_shared)(
                 (-(-nwarps // warps),), (threads,),
                 (state["codes"], state["offsets"], d_row, d_col, lay["couple_warps"],
                  np.int32(nwarps), np.int32(nq),
                  state["matrix"], np.int32(K), *gaps, bnd_h, bnd_f, lay["boff"], tb,
-                 lay["off"], a["score"], a["ei"], a["ej"]), shared_mem=pack_shared)
+                 lay["off"], a["score"], a["ei"], a["ej"], *walks), shared_mem=pack_shared)
         fill = mod.get_function(f"fill<{job.mode_code},{tb_flag}>")
         # the other pairs: every per-pair array from the first one not packed
         args = (state["codes"], state["offsets"], d_row[npack:], d_col[npack:],
@@ -1303,6 +1318,11 @@ class GPUBackend:
         if narrow_blocks:
             fill((narrow_blocks,), (THREADS,), args + (np.int32(wide_blocks),),
                  shared_mem=narrow_shared)
+
+    @staticmethod
+    def _walk_outputs(a: dict) -> tuple:
+        """A window's arrays that its walks write, in the kernels' order."""
+        return a["qb"], a["tb"], a["nops"], a["ident"], a["alen"]
 
     def _bounded_passes(self, job: Job, state: dict, a: dict, mod, dtype) -> list:
         """Queue, after a window's score pass, the reverse pass and the fill of
