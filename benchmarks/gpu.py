@@ -27,6 +27,7 @@ from workloads import DATA, cells_of, sampled_proteins, warm_gpu_backend  # noqa
 import pairalign  # noqa: E402
 from pairalign.engine import run_job  # noqa: E402
 from pairalign.job import Job, SortedSet  # noqa: E402
+from pairalign.kernels import gpu_backend  # noqa: E402
 from pairalign.kernels.gpu_backend import GPUBackend  # noqa: E402
 from pairalign.scoring import Scoring  # noqa: E402
 
@@ -142,9 +143,12 @@ def main() -> None:
         kern = gpu_seconds(tim)
         rows.append(("proteome 2100 e2e", "local", tb, base_cells, wall,
                      base_cells / wall / 1e9, base_cells / kern / 1e9))
+        # with FUSED_WALK the packed pairs' walks run in the fill's kernel
+        walked = " (the other pairs' walks; the packed ones' in fill)" if (
+            tb and gpu_backend.FUSED_WALK) else ""
         print(f"proteome tb={tb}: wall {wall:.3f} s = read {t_read:.3f} + encode {t_enc:.3f}"
               f" + setup {tim.get('setup', 0):.3f} + fill {tim.get('fill', 0):.3f}"
-              f" + traceback {tim.get('traceback', 0):.3f} + download/compact "
+              f" + traceback {tim.get('traceback', 0):.3f}{walked} + download/compact "
               f"{tim.get('download', 0):.3f} + order {stages['order']:.3f}; the launching "
               f"thread waited {tim.get('wait', 0):.3f} s on windows", flush=True)
 
