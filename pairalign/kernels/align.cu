@@ -1537,6 +1537,8 @@ __device__ __forceinline__ void walk_packed_pair(
 #endif
 #define WALK_BOUNDS __launch_bounds__(256, WALK_MIN_BLOCKS)
 
+// A thread a pair's walk, pairs p0 on (FUSED_WALK: p0 = npack, the packed
+// pairs walked by fill2), from each pair's end cell (ei, ej) of its score.
 template <int mode>
 __global__ void WALK_BOUNDS
 walk(
