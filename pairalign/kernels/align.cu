@@ -1228,128 +1228,6 @@ fill(
 #ifndef FUSED_WALK
 #define FUSED_WALK 0
 #endif
-template <int mode>
-__device__ __forceinline__ void walk_packed_pair(
-     const unsigned char* codes, const long long* offsets, const int* pair_row,
-     const int* pair_col, int p, bool query_couple, const unsigned int* tb,
-     const long long* off, const int* matrix, int K, int go, int ge, int v, int i, int j,
-     const long long* op_off, unsigned char* op_code, int* op_len, int* out_qb, int* out_tb,
-     int* out_nops, int* out_ident, int* out_alen);
-
-// Pairs 2c and 2c + 1 (one query) in group c (fill_pack), couples
-// couple_warps[w] to couple_warps[w + 1] (at most 32 / G) in warp w, all of
-// one query; the boundary rows at boff[2c], each pair's traceback words at
-// off[p]. The first nquery warps hold query couples instead (local and
-// global: QueryCouple; pair 2c + 1's query is row r + 1), with a joint
-// profile per warp (K entries of G lanes' 4 R bytes: 12 KB at 32 x 4 for K
-// = 24, 96 KB a block); one launch for both, so that the second kind's
-// warps fill the first one's tail. A launch of its own, so that its
-// registers do not bound those of fill. Blocks per SM (registers per thread:
-// 80 at 3, 128 at 2): with traceback PACK_TB_BLOCKS. Score-only, 16
-// rows a lane take 94-118 registers at 2; at 3 local spills 24 bytes and runs
-// as fast, semiglobal 164 and runs 1.6x slower, global 44-60 and runs 1.13x
-// faster (1e12 cells, H100). 32 rows a lane take 128 registers at 2 (local
-// spills 8 bytes, global 52, semiglobal 32 with its top pad: NOTES.md, v11).
-template <int mode, bool want_tb>
-__global__ void __launch_bounds__(want_tb ? PACK_TB_THREADS : PACK_THREADS,
-                                  want_tb ? PACK_TB_BLOCKS
-                                  : (mode == GLOBAL && pack_rows(mode) < 32 ? 768 : 512)
-                                    / PACK_THREADS)
-fill2(
-     const unsigned char* __restrict__ codes, const long long* __restrict__ offsets,
-     const int* __restrict__ pair_row, const int* __restrict__ pair_col,
-     const int* __restrict__ couple_warps, const int nwarps, const int nquery,
-     const int* __restrict__ matrix, const int K, const int go, const int ge, const int neg,
-     SCORE* __restrict__ bnd_h, SCORE* __restrict__ bnd_f, const long long* __restrict__ boff,
-     unsigned int* __restrict__ tb, const long long* __restrict__ off,
-     int* __restrict__ out_score, int* __restrict__ out_ei, int* __restrict__ out_ej,
-     const long long* __restrict__ op_off, unsigned char* __restrict__ op_code,
-     int* __restrict__ op_len, int* __restrict__ out_qb, int* __restrict__ out_tb,
-     int* __restrict__ out_nops, int* __restrict__ out_ident, int* __restrict__ out_alen)
-{
-    constexpr int R = want_tb ? PACK_TB_ROWS : pack_rows(mode);
-    constexpr int G = want_tb ? PACK_TB_GROUP : pack_group(mode);
-    typedef typename ProfileWord<R>::type Word;
-    extern __shared__ int shared[];
-    const int warp = (int)((blockIdx.x * blockDim.x + threadIdx.x) / 32);
-    const int lane = threadIdx.x % 32;
-    if (warp >= nwarps) return;  // the whole warp (never in a block of query couples)
-    const int first = couple_warps[warp];
-    const int p = 2 * (first + lane / G);
-    const bool real = p < 2 * couple_warps[warp + 1];
-    // a block of query couples may share one profile (QueryCouple's B):
-    // its queries from the block's first warp, which holds couples even where
-    // this warp, padding the row couple's warps to a whole block, holds none
-    constexpr bool block_profile = want_tb ? BLOCK_QUERY_PROFILE_TB : BLOCK_QUERY_PROFILE;
-    const int qfirst = block_profile && warp < nquery ? couple_warps[warp - (int)threadIdx.x / 32]
-                                                      : first;
-    const long long qoff = offsets[pair_row[2 * qfirst]];
-    const int n = (int)(offsets[pair_row[2 * qfirst] + 1] - qoff);
-    long long t0 = 0, t1 = 0, bo = 0;
-    int m0 = 0, m1 = 0;
-    if (real) {
-        t0 = offsets[pair_col[p]];
-        t1 = offsets[pair_col[p + 1]];
-        m0 = (int)(offsets[pair_col[p] + 1] - t0);
-        m1 = (int)(offsets[pair_col[p + 1] + 1] - t1);
-        bo = boff[p];
-    }
-    unsigned* const tb0 = want_tb && real ? tb + off[p] : tb;
-    unsigned* const tb1 = want_tb && real ? tb + off[p + 1] : tb;
-    unsigned* const top_h = reinterpret_cast<unsigned*>(bnd_h + bo);
-    unsigned* const top_f = reinterpret_cast<unsigned*>(bnd_f + bo);
-    const int init = (mode == LOCAL) ? 0 : neg;
-    int best[2] = {init, init}, bi[2] = {0, 0}, bj[2] = {0, 0};
-    // a warp's profile: a joint one (4 bytes a row) where the launch has query
-    // couples, so that the two kinds of warps of a block do not overlap; with
-    // block profiles, the block's (blocks hold warps of one kind)
-    const int slot = threadIdx.x / 32;
-    char* const mine = reinterpret_cast<char*>(shared)
-                     + (block_profile ? (warp < nquery ? 0 : slot * (K + 1) * G * R)
-                                      : slot * (nquery > 0 ? K * G * R * 4 : (K + 1) * G * R));
-    bool query = false;  // a warp of query couples: the second query is row r + 1
-    if constexpr (mode != SEMIGLOBAL || !want_tb) {  // semiglobal: score-only
-        query = warp < nquery;
-        if (query) {
-            const long long q1 = offsets[pair_row[2 * qfirst + 1]];
-            const int n1 = (int)(offsets[pair_row[2 * qfirst + 1] + 1] - q1);
-            const QueryCouple<mode, want_tb, R, G, R, block_profile> c{
-                reinterpret_cast<uint4*>(mine), codes + qoff, codes + q1, n, n1, codes + t0, m0,
-                m0, K};
-            fill_pack<mode, want_tb, R, G>(matrix, c, go, ge, top_h, top_f, tb0, tb1, lane,
-                                           best, bi, bj);
-        }
-    }
-    if (!query) {
-        const TargetCouple<mode, want_tb, R, G> c{reinterpret_cast<Word*>(mine), codes + qoff, n,
-                                                  codes + t0, codes + t1, m0, m1, K};
-        fill_pack<mode, want_tb, R, G>(matrix, c, go, ge, top_h, top_f, tb0, tb1, lane,
-                                       best, bi, bj);
-    }
-#pragma unroll
-    for (int k = 0; k < 2; ++k) {
-        warp_best<G>(best[k], bi[k], bj[k]);
-        if (real && lane % G == 0) {
-            out_score[p + k] = best[k]; out_ei[p + k] = bi[k]; out_ej[p + k] = bj[k];
-        }
-    }
-#if FUSED_WALK
-    if constexpr (want_tb) {
-        // lane 1 of the group takes pair p + 1's end from lane 0; the warp's
-        // barrier orders its lanes' stores of the words before the walks' loads
-        const int from = lane & ~(G - 1), gl = lane & (G - 1);
-        const int v1 = __shfl_sync(FULL, best[1], from);
-        const int i1 = __shfl_sync(FULL, bi[1], from);
-        const int j1 = __shfl_sync(FULL, bj[1], from);
-        __syncwarp();
-        if (real && gl < 2)
-            walk_packed_pair<mode>(codes, offsets, pair_row, pair_col, p + gl, query, tb, off,
-                                   matrix, K, go, ge, gl ? v1 : best[0], gl ? i1 : bi[0],
-                                   gl ? j1 : bj[0], op_off, op_code, op_len, out_qb, out_tb,
-                                   out_nops, out_ident, out_alen);
-    }
-#endif
-}
 
 // The four bits of row r's cell from its stripe's traceback word (bit planes)
 __device__ __forceinline__ unsigned tb_bits(unsigned word, int r) {
@@ -1526,6 +1404,121 @@ __device__ __forceinline__ void walk_packed_pair(
                    (long long)(offsets[pair_col[p] + 1] - toff) + PACK_TB_GROUP - 1, pad, matrix,
                    K, go, ge, v, i, j, op_off, op_code, op_len, out_qb, out_tb, out_nops,
                    out_ident, out_alen);
+}
+
+// Pairs 2c and 2c + 1 (one query) in group c (fill_pack), couples
+// couple_warps[w] to couple_warps[w + 1] (at most 32 / G) in warp w, all of
+// one query; the boundary rows at boff[2c], each pair's traceback words at
+// off[p]. The first nquery warps hold query couples instead (local and
+// global: QueryCouple; pair 2c + 1's query is row r + 1), with a joint
+// profile per warp (K entries of G lanes' 4 R bytes: 12 KB at 32 x 4 for K
+// = 24, 96 KB a block); one launch for both, so that the second kind's
+// warps fill the first one's tail. A launch of its own, so that its
+// registers do not bound those of fill. Blocks per SM (registers per thread:
+// 80 at 3, 128 at 2): with traceback PACK_TB_BLOCKS. Score-only, 16
+// rows a lane take 94-118 registers at 2; at 3 local spills 24 bytes and runs
+// as fast, semiglobal 164 and runs 1.6x slower, global 44-60 and runs 1.13x
+// faster (1e12 cells, H100). 32 rows a lane take 128 registers at 2 (local
+// spills 8 bytes, global 52, semiglobal 32 with its top pad: NOTES.md, v11).
+template <int mode, bool want_tb>
+__global__ void __launch_bounds__(want_tb ? PACK_TB_THREADS : PACK_THREADS,
+                                  want_tb ? PACK_TB_BLOCKS
+                                  : (mode == GLOBAL && pack_rows(mode) < 32 ? 768 : 512)
+                                    / PACK_THREADS)
+fill2(
+     const unsigned char* __restrict__ codes, const long long* __restrict__ offsets,
+     const int* __restrict__ pair_row, const int* __restrict__ pair_col,
+     const int* __restrict__ couple_warps, const int nwarps, const int nquery,
+     const int* __restrict__ matrix, const int K, const int go, const int ge, const int neg,
+     SCORE* __restrict__ bnd_h, SCORE* __restrict__ bnd_f, const long long* __restrict__ boff,
+     unsigned int* __restrict__ tb, const long long* __restrict__ off,
+     int* __restrict__ out_score, int* __restrict__ out_ei, int* __restrict__ out_ej,
+     const long long* __restrict__ op_off, unsigned char* __restrict__ op_code,
+     int* __restrict__ op_len, int* __restrict__ out_qb, int* __restrict__ out_tb,
+     int* __restrict__ out_nops, int* __restrict__ out_ident, int* __restrict__ out_alen)
+{
+    constexpr int R = want_tb ? PACK_TB_ROWS : pack_rows(mode);
+    constexpr int G = want_tb ? PACK_TB_GROUP : pack_group(mode);
+    typedef typename ProfileWord<R>::type Word;
+    extern __shared__ int shared[];
+    const int warp = (int)((blockIdx.x * blockDim.x + threadIdx.x) / 32);
+    const int lane = threadIdx.x % 32;
+    if (warp >= nwarps) return;  // the whole warp (never in a block of query couples)
+    const int first = couple_warps[warp];
+    const int p = 2 * (first + lane / G);
+    const bool real = p < 2 * couple_warps[warp + 1];
+    // a block of query couples may share one profile (QueryCouple's B):
+    // its queries from the block's first warp, which holds couples even where
+    // this warp, padding the row couple's warps to a whole block, holds none
+    constexpr bool block_profile = want_tb ? BLOCK_QUERY_PROFILE_TB : BLOCK_QUERY_PROFILE;
+    const int qfirst = block_profile && warp < nquery ? couple_warps[warp - (int)threadIdx.x / 32]
+                                                      : first;
+    const long long qoff = offsets[pair_row[2 * qfirst]];
+    const int n = (int)(offsets[pair_row[2 * qfirst] + 1] - qoff);
+    long long t0 = 0, t1 = 0, bo = 0;
+    int m0 = 0, m1 = 0;
+    if (real) {
+        t0 = offsets[pair_col[p]];
+        t1 = offsets[pair_col[p + 1]];
+        m0 = (int)(offsets[pair_col[p] + 1] - t0);
+        m1 = (int)(offsets[pair_col[p + 1] + 1] - t1);
+        bo = boff[p];
+    }
+    unsigned* const tb0 = want_tb && real ? tb + off[p] : tb;
+    unsigned* const tb1 = want_tb && real ? tb + off[p + 1] : tb;
+    unsigned* const top_h = reinterpret_cast<unsigned*>(bnd_h + bo);
+    unsigned* const top_f = reinterpret_cast<unsigned*>(bnd_f + bo);
+    const int init = (mode == LOCAL) ? 0 : neg;
+    int best[2] = {init, init}, bi[2] = {0, 0}, bj[2] = {0, 0};
+    // a warp's profile: a joint one (4 bytes a row) where the launch has query
+    // couples, so that the two kinds of warps of a block do not overlap; with
+    // block profiles, the block's (blocks hold warps of one kind)
+    const int slot = threadIdx.x / 32;
+    char* const mine = reinterpret_cast<char*>(shared)
+                     + (block_profile ? (warp < nquery ? 0 : slot * (K + 1) * G * R)
+                                      : slot * (nquery > 0 ? K * G * R * 4 : (K + 1) * G * R));
+    bool query = false;  // a warp of query couples: the second query is row r + 1
+    if constexpr (mode != SEMIGLOBAL || !want_tb) {  // semiglobal: score-only
+        query = warp < nquery;
+        if (query) {
+            const long long q1 = offsets[pair_row[2 * qfirst + 1]];
+            const int n1 = (int)(offsets[pair_row[2 * qfirst + 1] + 1] - q1);
+            const QueryCouple<mode, want_tb, R, G, R, block_profile> c{
+                reinterpret_cast<uint4*>(mine), codes + qoff, codes + q1, n, n1, codes + t0, m0,
+                m0, K};
+            fill_pack<mode, want_tb, R, G>(matrix, c, go, ge, top_h, top_f, tb0, tb1, lane,
+                                           best, bi, bj);
+        }
+    }
+    if (!query) {
+        const TargetCouple<mode, want_tb, R, G> c{reinterpret_cast<Word*>(mine), codes + qoff, n,
+                                                  codes + t0, codes + t1, m0, m1, K};
+        fill_pack<mode, want_tb, R, G>(matrix, c, go, ge, top_h, top_f, tb0, tb1, lane,
+                                       best, bi, bj);
+    }
+#pragma unroll
+    for (int k = 0; k < 2; ++k) {
+        warp_best<G>(best[k], bi[k], bj[k]);
+        if (real && lane % G == 0) {
+            out_score[p + k] = best[k]; out_ei[p + k] = bi[k]; out_ej[p + k] = bj[k];
+        }
+    }
+#if FUSED_WALK
+    if constexpr (want_tb) {
+        // lane 1 of the group takes pair p + 1's end from lane 0; the warp's
+        // barrier orders its lanes' stores of the words before the walks' loads
+        const int from = lane & ~(G - 1), gl = lane & (G - 1);
+        const int v1 = __shfl_sync(FULL, best[1], from);
+        const int i1 = __shfl_sync(FULL, bi[1], from);
+        const int j1 = __shfl_sync(FULL, bj[1], from);
+        __syncwarp();
+        if (real && gl < 2)
+            walk_packed_pair<mode>(codes, offsets, pair_row, pair_col, p + gl, query, tb, off,
+                                   matrix, K, go, ge, gl ? v1 : best[0], gl ? i1 : bi[0],
+                                   gl ? j1 : bj[0], op_off, op_code, op_len, out_qb, out_tb,
+                                   out_nops, out_ident, out_alen);
+    }
+#endif
 }
 
 // WALK_MIN_BLOCKS: blocks a SM that walk's registers must allow: 48 registers
