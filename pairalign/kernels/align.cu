@@ -1346,15 +1346,19 @@ __device__ __forceinline__ void walk_pair(
     nops = (int)(runs.pos - op_off);
 }
 
-// A packed pair's short last band and top pad for walk_pair (see fill_pack):
-// from its query's n rows, or a query couple's longer query's (n_other, the
-// other pair's query; 0 for target couples).
+// Packed pair p's short last band and top pad for walk_pair (see fill_pack):
+// from its query's rows, or a query couple's longer query's (query_couple:
+// the couple's other pair is p ^ 1).
 template <int mode>
-__device__ __forceinline__ void packed_walk_layout(int n, int n_other, int& short_from,
+__device__ __forceinline__ void packed_walk_layout(const long long* offsets, const int* pair_row,
+                                                   int p, bool query_couple, int& short_from,
                                                    int& pad) {
+    const int n = (int)(offsets[pair_row[p] + 1] - offsets[pair_row[p]]);
     short_from = NO_SHORT_BAND;
     pad = top_pad_rows<mode, true, PACK_TB_ROWS>(n);  // TargetCouple::pad
     if (short_last_band<true, PACK_TB_ROWS>) {
+        const int n_other = query_couple
+                          ? (int)(offsets[pair_row[p ^ 1] + 1] - offsets[pair_row[p ^ 1]]) : 0;
         const int rows = max(n, n_other) + pad;
         const int full = whole_band_stripes<true, PACK_TB_ROWS, PACK_TB_GROUP>(rows);
         if (full * PACK_TB_ROWS < rows) short_from = full * TB_STRIPES;
@@ -1395,10 +1399,7 @@ __device__ __forceinline__ void walk_packed_pair(
 {
     const long long toff = offsets[pair_col[p]];
     int short_from, pad;
-    packed_walk_layout<mode>(
-        (int)(offsets[pair_row[p] + 1] - offsets[pair_row[p]]),
-        query_couple ? (int)(offsets[pair_row[p ^ 1] + 1] - offsets[pair_row[p ^ 1]]) : 0,
-        short_from, pad);
+    packed_walk_layout<mode>(offsets, pair_row, p, query_couple, short_from, pad);
     walk_out<mode>(p, codes + offsets[pair_row[p]], codes + toff, tb + off[p], true,
                    PACK_TB_GROUP, PACK_TB_GROUP * TB_STRIPES, short_from,
                    (long long)(offsets[pair_col[p] + 1] - toff) + PACK_TB_GROUP - 1, pad, matrix,
@@ -1565,11 +1566,7 @@ walk(
     // filled, a query couple's (the first nqpack pairs, p and p ^ 1) the
     // longer query's
     int short_from = NO_SHORT_BAND, pad = 0;
-    if (p < npack)
-        packed_walk_layout<mode>(
-            (int)(offsets[pair_row[p] + 1] - offsets[pair_row[p]]),
-            p < nqpack ? (int)(offsets[pair_row[p ^ 1] + 1] - offsets[pair_row[p ^ 1]]) : 0,
-            short_from, pad);
+    if (p < npack) packed_walk_layout<mode>(offsets, pair_row, p, p < nqpack, short_from, pad);
     // local mode: the score of the current state's cell, carried back from the
     // end cell (H = 0 is where the alignment starts; see the top of the file)
     walk_out<mode>(p, a, b, tbw, wide, g, gs, short_from, span, pad, matrix, K, go, ge, score[p],
