@@ -66,8 +66,8 @@ class _OperationsReserve:
     def _run(self) -> None:
         from .kernels import batch_ops
 
-        code = self.code.view(np.uint8)
-        length = self.length.view(np.uint8)
+        code = self.code
+        length = self.length.view(np.uint8)  # touched by the byte
         step = self.CHUNK // 5  # entries: a byte of code and four of length each
         while True:
             with self._cv:

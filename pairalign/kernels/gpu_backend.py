@@ -1263,8 +1263,8 @@ class GPUBackend:
                          np.int32(2 * plan.couple_warps[plan.query_warps]),
                          a["words"], lay["off"], lay["warp_m"], state["matrix"],
                          np.int32(sc.matrix.shape[0]), np.int32(sc.gap_open),
-                         np.int32(sc.gap_extend), h["score"], h["ei"], h["ej"], h["off"],
-                         h["code"], h["len"], *self._walk_outputs(h), np.int32(first)))
+                         np.int32(sc.gap_extend), h["score"], h["ei"], h["ej"],
+                         *self._walk_arrays(a, lay), np.int32(first)))
             elif bounded:
                 self._walk_boxes(job, state, a, lay, mod)
             h["ev"][2].record()
@@ -1291,8 +1291,7 @@ class GPUBackend:
             pack_shared = _pack_shared_bytes(K, rows, group, traceback, nq > 0)
             # with traceback, where its groups walk their pairs (FUSED_WALK),
             # what walk writes; else never read
-            walks = ((lay["op_off"], a["code"], a["len"], *self._walk_outputs(a))
-                     if traceback else (a["score"],) * 8)
+            walks = self._walk_arrays(a, lay) if traceback else (a["score"],) * 8
             self._function(mod, f"fill2<{job.mode_code},{tb_flag}>", pack_shared)(
                 (-(-nwarps // warps),), (threads,),
                 (state["codes"], state["offsets"], d_row, d_col, lay["couple_warps"],
@@ -1320,9 +1319,12 @@ class GPUBackend:
                  shared_mem=narrow_shared)
 
     @staticmethod
-    def _walk_outputs(a: dict) -> tuple:
-        """A window's arrays that its walks write, in the kernels' order."""
-        return a["qb"], a["tb"], a["nops"], a["ident"], a["alen"]
+    def _walk_arrays(a: dict, lay: dict) -> tuple:
+        """A window's arrays that its walks write, in the kernels' order: the
+        operations' slots and their offsets, then each pair's begins,
+        operation count, identities and length."""
+        return (lay["op_off"], a["code"], a["len"], a["qb"], a["tb"], a["nops"], a["ident"],
+                a["alen"])
 
     def _bounded_passes(self, job: Job, state: dict, a: dict, mod, dtype) -> list:
         """Queue, after a window's score pass, the reverse pass and the fill of
@@ -1419,8 +1421,7 @@ class GPUBackend:
              state["matrix"], np.int32(sc.matrix.shape[0]), np.int32(sc.gap_open),
              np.int32(sc.gap_extend), a["score"], a["ei"], a["ej"], a["box_i0"], a["box_j0"],
              a["counts"], a["item"], a["lane"], a["item_m"], a["wneed"], a["wend"],
-             a["box_words"], a["status"], lay["op_off"], a["code"], a["len"], a["qb"],
-             a["tb"], a["nops"], a["ident"], a["alen"]))
+             a["box_words"], a["status"], *self._walk_arrays(a, lay)))
 
     def _detach(self, job: Job, h: dict) -> dict:
         """Wait for a launched window and copy its results out of its stream
