@@ -659,3 +659,54 @@ def test_score_only_batches_sorted_by_rank(data_dir, monkeypatch, mode, targets)
     for b in batches:
         assert (np.diff(pair_rank(gjob, b)) > 0).all()
     assert_same_pairs(run_job(gjob, gpu_be, width=32), run_job(job, cpu_be))
+
+
+@pytest.mark.parametrize("case", ["adeno", "proteome", "short bands", "query couples", "random",
+                                  "16-bit limit", "genes", "columns"])
+def test_checkpointed_traceback(data_dir, monkeypatch, case):
+    """CHECKPOINT_TRACEBACK: the packed kernel keeps checkpoints in place of
+    traceback bits and the walk fills again the blocks its path crosses: the
+    CPU's alignments in every mode, on homologs (long paths through many
+    blocks), the proteome's longest proteins, queries ending around the short
+    last band of 8-row stripes (target and query couples), random lengths
+    with several matrices and gaps, scores near the 16-bit bound, DNA, and
+    checkpoints 32 columns apart."""
+    monkeypatch.setattr(gpu_backend, "CHECKPOINT_TRACEBACK", True)
+    modes = ("global", "semiglobal", "local")
+    kw: dict = {}
+    if case == "adeno":
+        seqs = pairalign.read_sequences(data_dir / "adeno_fiber.faa").sequences
+    elif case == "proteome":
+        recs = pairalign.read_sequences(data_dir / "proteome_HG003687.faa")
+        order = np.argsort(-recs.lengths)
+        pick = np.unique(np.concatenate([order[:4], np.random.default_rng(5).choice(
+            len(recs), 120, replace=False)]))
+        seqs = [recs.sequences[k] for k in pick]
+    elif case == "short bands":
+        pack_every_pair(monkeypatch, 32, 4, 16, 8)
+        monkeypatch.setattr(gpu_backend, "QUERY_COUPLE_MODES_TRACEBACK", ("local", "global"))
+        seqs = band_end_sequences(128, (1, 63, 64, 65, 127, 128))
+    elif case == "query couples":
+        pack_every_pair(monkeypatch, 32, 4, 32, 4)
+        monkeypatch.setattr(gpu_backend, "QUERY_COUPLE_MODES_TRACEBACK", ("local", "global"))
+        seqs = warp_sequences()
+    elif case == "random":
+        rng = np.random.default_rng(13)
+        letters = np.array(list("ACDEFGHIKLMNPQRSTVWYX"))
+        lengths = np.concatenate([[1, 2, 3, 16, 17, 1500], rng.integers(1, 600, 31)])
+        base = "".join(rng.choice(letters, 1500))
+        seqs = [base[:n] if k % 3 == 0 else "".join(rng.choice(letters, n))
+                for k, n in enumerate(lengths)]
+        kw = dict(matrix="BLOSUM45", gap_open=15, gap_extend=2, window=16)
+    elif case == "16-bit limit":
+        monkeypatch.setattr(gpu_backend, "WIDE_STEPS", 0)
+        seqs = ["W" * 1150, "W" * 1150, "W" * 575 + "C" * 575, "C" * 1100, "W" * 700,
+                "CW" * 300]
+    elif case == "genes":
+        seqs = pairalign.read_sequences(data_dir / "genes_CP040672.fna").sequences[:40]
+    else:
+        monkeypatch.setattr(gpu_backend, "CHECKPOINT_COLUMNS", 32)
+        seqs = pairalign.read_sequences(data_dir / "adeno_fiber.faa").sequences[:60]
+    for mode in modes:
+        cpu, gpu = both(seqs, mode=mode, traceback=True, **kw)
+        assert_same(cpu, gpu)

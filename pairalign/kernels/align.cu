@@ -184,6 +184,24 @@ struct LaneMatrix {
     }
 };
 
+// The matrix as LaneMatrix reads it: 32 rows of 32 signed bytes (row PAD and
+// columns past K: -128), each word of 4 entries repeated in every bank; 32 KB.
+__device__ __forceinline__ void load_lane_matrix(unsigned* lm, const int* matrix, int K) {
+    for (int k = threadIdx.x; k < 256 * 32; k += blockDim.x) {
+        const int w = k / 32;  // entries 4 w to 4 w + 3
+        unsigned word = 0;
+#pragma unroll
+        for (int x = 0; x < 4; ++x) {
+            const int e = 4 * w + x, a = e / 32, b = e % 32;
+            const int v = (a < K && b < K) ? matrix[a * K + b] : -128;
+            word |= ((unsigned)v & 0xffu) << (8 * x);
+        }
+        lm[k] = word;
+    }
+    __syncthreads();
+}
+
+
 template <int mode, bool want_tb>
 struct Stripe {
     int qa[STRIPE], hl[STRIPE], el[STRIPE];
@@ -578,6 +596,10 @@ struct Stripe2 {
     // and 2-3 for the high; w0 and w1 are the two pairs' words. The
     // shift-and-add of each sign bit took two ALU-pipe instructions a
     // comparison, this one.
+    //
+    // bits: whether to make the words (by default with traceback; the
+    // checkpointed fill makes none, its walk's recomputation does: CKPT).
+    template <bool bits = want_tb>
     __device__ __forceinline__ void column(unsigned (&sub)[R], unsigned diag,
                                            unsigned& hup, unsigned& fup, unsigned go2,
                                            unsigned ge2, unsigned (&w0)[R / 8],
@@ -591,7 +613,7 @@ struct Stripe2 {
             const unsigned h = (mode == LOCAL) ? __vimax3_s16x2_relu(sub[r], el[r], fup)
                                                : __vimax3_s16x2(sub[r], el[r], fup);
             const unsigned hg = add2(h, go2);
-            if (!want_tb) {
+            if (!bits) {
                 el[r] = __viaddmax_s16x2(el[r], ge2, hg);
                 fup = __viaddmax_s16x2(fup, ge2, hg);
             } else {
@@ -605,7 +627,7 @@ struct Stripe2 {
             hl[r] = h;
             hup = h;
         }
-        if (want_tb) {
+        if (bits) {
 #pragma unroll
             for (int k = 0; k < R / 8; ++k) {
                 w0[k] = __byte_perm(p[k], q[k], 0x5410);
@@ -953,6 +975,56 @@ __device__ __forceinline__ void store_words(unsigned* at, const unsigned (&w)[S]
     else *at = w[0];
 }
 
+// Checkpointed traceback (CKPT, gpu_backend.CHECKPOINT_TRACEBACK): the packed
+// fill makes no traceback bits. Each lane keeps, in each pair's words of the
+// band, what it took in from above at each column (its half of H and F of
+// the row above its stripe: a word a step, where the bits' words were) and,
+// after every CKPT_COLS-th column, its stripe's H and E (a word a row), from
+// which the walk (walk_ckpt) fills the CKPT_COLS columns of one stripe that
+// its path goes through again, with the fill's own step (Stripe2::column),
+// bits and all. A walk crosses a few such blocks; the fill loses the bits'
+// 8 of 14 instructions a row. The words fit in the bits' room: a band's
+// m + G - 1 steps of G words, then floor(m / CKPT_COLS) checkpoints of G
+// lanes' R words, within the (R / 8) (m + G - 1) G words of a band of R-row
+// stripes (a short last band of 8-row stripes has a whole band's room).
+#ifndef CKPT
+#define CKPT 0
+#endif
+#ifndef CKPT_COLS
+#define CKPT_COLS 16
+#endif
+// (the host sets CKPT only at 16 rows a lane or more: at 8, the words from
+// above fill the room)
+static_assert(!CKPT || CKPT_COLS * (PACK_TB_ROWS / 8 - 1) >= PACK_TB_ROWS,
+              "a band's checkpoints must fit its room");
+#define CKPT_WORDS (PACK_TB_ROWS / 8)  // a lane's words a column
+// walk_ckpt's threads a block (gpu_backend.WALK_CHECKPOINT_THREADS): each
+// thread's block of words in shared memory, CKPT_COLS * CKPT_WORDS words
+// WALK_CKPT_THREADS apart (a word a bank: in local memory, the blocks of the
+// SM's walks outgrew its L1)
+#ifndef WALK_CKPT_THREADS
+#define WALK_CKPT_THREADS 128
+#endif
+
+// Where lane l's checkpoint c >= 1 (after column c * CKPT_COLS) starts, in
+// words from a band's first word, for a pair of m columns
+template <int R, int G>
+__device__ __forceinline__ long long ckpt_words(int m, int c, int l) {
+    return (long long)(m + G - 1) * G + ((long long)(c - 1) * G + l) * R;
+}
+
+// A lane's R rows of H and E, one pair's half of each (PRMT selector sel:
+// 0x5410 the low halves, 0x7632 the high), a word a row, as R / 4 stores
+template <int R>
+__device__ __forceinline__ void store_rows(unsigned* at, const unsigned (&h)[R],
+                                           const unsigned (&e)[R], unsigned sel) {
+#pragma unroll
+    for (int k = 0; k < R; k += 4)
+        *reinterpret_cast<uint4*>(at + k) = make_uint4(
+            __byte_perm(h[k], e[k], sel), __byte_perm(h[k + 1], e[k + 1], sel),
+            __byte_perm(h[k + 2], e[k + 2], sel), __byte_perm(h[k + 3], e[k + 3], sel));
+}
+
 // Band `band` of a couple (see fill_pack): stripes band * G to band * G + G -
 // 1 of the couple's nstripes of R rows (a stripe a lane, the first pad rows
 // the top pad), column by column, from the band's top row at top_h and top_f,
@@ -1025,10 +1097,22 @@ __device__ __forceinline__ void fill_band(
     constexpr int S = R / 8;  // stripes a lane: words a step
     // each pair's words of step t at word0 and word1, advanced a step at a
     // time (computed from t, ptxas worked out both 64-bit addresses again
-    // every step: ~16 instructions)
-    unsigned* word0 = tb0 + ((long long)band * (m0 + G - 1) * G + gl) * S;
-    unsigned* word1 = tb1 + ((long long)band * (m1 + G - 1) * G + gl) * S;
-    for (int t = 0; t < steps; ++t, word0 += G * S, word1 += G * S) {
+    // every step: ~16 instructions). Checkpointed (see CKPT): a word a
+    // lane and step, the pair's half of the H and F that came in from above,
+    // and after every CKPT_COLS-th column the lane's R rows of H and E, its
+    // half of both in a word a row, at ck0 and ck1 (ckpt_words).
+    constexpr bool ckpt = want_tb && CKPT;
+    constexpr int step_words = ckpt ? G : G * S;
+    unsigned* word0 = tb0 + (ckpt ? (long long)band * (m0 + G - 1) * G * S + gl
+                                  : ((long long)band * (m0 + G - 1) * G + gl) * S);
+    unsigned* word1 = tb1 + (ckpt ? (long long)band * (m1 + G - 1) * G * S + gl
+                                  : ((long long)band * (m1 + G - 1) * G + gl) * S);
+    unsigned* ck0 = ckpt ? word0 - gl + ckpt_words<R, G>(m0, 1, gl) : nullptr;
+    unsigned* ck1 = ckpt ? word1 - gl + ckpt_words<R, G>(m1, 1, gl) : nullptr;
+#ifdef FILL_NO_STORES
+    unsigned sink = 0;
+#endif
+    for (int t = 0; t < steps; ++t, word0 += step_words, word1 += step_words) {
         unsigned hup, fup;
         above.step(top_h, top_f, t, gl, m, out_h, out_f, hup, fup);
         if (!ahead && (t & (G - 1)) == 0) cols = c.offsets_at(t + gl + 1);
@@ -1051,17 +1135,37 @@ __device__ __forceinline__ void fill_band(
             unsigned sub[R];
             c.load(plane, col, sub);
             unsigned w0[R / 8], w1[R / 8];
-            st.column(sub, d0, hup, fup, go2, ge2, w0, w1);
+            const unsigned in_h = hup, in_f = fup;
+            st.template column<want_tb && !ckpt>(sub, d0, hup, fup, go2, ge2, w0, w1);
             c.track(st, i0, j, fl, best, bi, bj);
             out_h = hup;
             out_f = fup;
             if (gl == G - 1 || i0 >= tail) { top_h[j] = hup; top_f[j] = fup; }
-            if constexpr (want_tb) {
+#ifdef FILL_NO_STORES  // benchmarks only: the fill's words made, not stored
+            if constexpr (want_tb && !ckpt) {
+#pragma unroll
+                for (int k = 0; k < R / 8; ++k) sink ^= w0[k] ^ w1[k];
+            }
+            if (false)
+#endif
+            if constexpr (ckpt) {
+                if (j <= m0) *word0 = __byte_perm(in_h, in_f, 0x5410);
+                if (j <= m1) *word1 = __byte_perm(in_h, in_f, 0x7632);
+                if (j % CKPT_COLS == 0) {
+                    if (j <= m0) store_rows<R>(ck0, st.hl, st.el, 0x5410);
+                    if (j <= m1) store_rows<R>(ck1, st.hl, st.el, 0x7632);
+                    ck0 += G * R;
+                    ck1 += G * R;
+                }
+            } else if constexpr (want_tb) {
                 if (j <= m0) store_words(word0, w0);
                 if (j <= m1) store_words(word1, w1);
             }
         }
     }
+#ifdef FILL_NO_STORES
+    if (sink == 0x9e3779b9u && m0 < 0) *tb0 = sink;
+#endif
 }
 
 // Whether fill_pack may fill a query's last band in shorter stripes (see
@@ -1407,6 +1511,208 @@ __device__ __forceinline__ void walk_packed_pair(
                    out_ident, out_alen);
 }
 
+// The words of one block of a checkpointed pair (see CKPT): stripe l of R
+// rows of a band (its words from `band` on, the pair's m columns; its first
+// row i0 + 1, rows up to 0 the top pad, past n scoring -128), columns j0 + 1
+// to j0 + cols (j0 = c * CKPT_COLS), filled again from the lane's checkpoint c
+// (c = 0: the fill's start) and the H and F it took in from above, by the
+// fill's own step; both halves hold this pair's cells. blk[k]: column j0 + 1
+// + k's R / 8 words. The loads of the block's columns go first, at once: a
+// thread waits for memory once a block.
+template <int mode, int R>
+__device__ __forceinline__ void ckpt_block(
+     const unsigned char* a, int n, const unsigned char* b, int m, const unsigned* band,
+     int l, int i0, int c, int cols, const SharedMatrix& mat, int go, int ge, unsigned* blk)
+{
+    constexpr int G = PACK_TB_GROUP;
+    constexpr int PF = CKPT_COLS < 16 ? CKPT_COLS : 16;  // columns loaded at once
+    const int j0 = c * CKPT_COLS;
+    unsigned in[PF];
+    int bt[PF];
+    auto fetch = [&](int k0) {  // columns j0 + k0 + 1 on
+#pragma unroll
+        for (int x = 0; x < PF; ++x) {
+            const int k = k0 + x;
+            in[x] = k < cols ? band[(long long)(j0 + k + l) * G + l] : 0u;
+            bt[x] = k < cols ? b[j0 + k] : 0;
+        }
+    };
+    fetch(0);
+    Stripe2<mode, true, R> st;
+    unsigned diag;
+    if (c == 0) {
+        st.start(i0, go, ge);
+        diag = pack2(mode == GLOBAL ? gap_boundary(i0, go, ge) : 0);
+    } else {
+        const uint4* ck = reinterpret_cast<const uint4*>(band + ckpt_words<R, G>(m, c, l));
+#pragma unroll
+        for (int r = 0; r < R; r += 4) {
+            const uint4 w = ck[r / 4];
+            const unsigned x[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+            for (int k = 0; k < 4; ++k) {
+                st.hl[r + k] = __byte_perm(x[k], 0, 0x1010);
+                st.el[r + k] = __byte_perm(x[k], 0, 0x3232);
+            }
+        }
+        diag = __byte_perm(band[(long long)(j0 - 1 + l) * G + l], 0, 0x1010);
+    }
+    int qa[R];  // each row's matrix row (32 apart: PAD's past n), or -1 in the top pad
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        const int i = i0 + r + 1;
+        qa[r] = i <= 0 ? -1 : (i <= n ? a[i - 1] : PAD) * 32;
+    }
+    const unsigned go2 = pack2(-go), ge2 = pack2(-ge);
+    // a loop, not unrolled: a block's step unrolled CKPT_COLS times took tens
+    // of KB of code; the loaded columns move down a place a column
+#pragma unroll 1
+    for (int k = 0; k < cols; ++k) {
+        if (k > 0 && k % PF == 0) fetch(k);
+        unsigned hup = __byte_perm(in[0], 0, 0x1010), fup = __byte_perm(in[0], 0, 0x3232);
+        const unsigned d0 = diag;
+        diag = hup;
+        const auto col = mat.column(bt[0]);
+#pragma unroll
+        for (int x = 0; x + 1 < PF; ++x) { in[x] = in[x + 1]; bt[x] = bt[x + 1]; }
+        unsigned sub[R];
+#pragma unroll
+        for (int r = 0; r < R; ++r) sub[r] = pack2(qa[r] >= 0 ? col(qa[r]) : 0);
+        unsigned w0[R / 8], w1[R / 8];
+        st.template column<true>(sub, d0, hup, fup, go2, ge2, w0, w1);
+#pragma unroll
+        for (int q = 0; q < R / 8; ++q) blk[(k * CKPT_WORDS + q) * WALK_CKPT_THREADS] = w0[q];
+    }
+}
+
+// walk_pair for a checkpointed packed pair (CKPT), a lane's walk of one pair
+// after another: the words of the block (stripe, CKPT_COLS columns) its path
+// is in, filled again (ckpt_block) as the path enters it, up to the path's
+// column. The lanes of a warp walk their blocks apart (walk), then fill their
+// next ones together (refill), each lane taking its next pair as soon as it is
+// done with one (walk_ckpt): a warp fills as many blocks as its pairs' paths
+// cross over 32, not 32 times its longest path's (a pair a lane, the warp's
+// instructions ran 6.7 lanes each, and the walk took longer than the fill).
+template <int mode>
+struct CkptWalk {
+    const unsigned char *a, *b;
+    const unsigned* tbw;  // the pair's words
+    int n, m, pad;
+    int full_rows;  // rows (top pad included) in stripes of PACK_TB_ROWS, then 8-row stripes
+    int i, j, v, state, ident, length;
+    int blk_s, blk_c;  // the block's stripe (an id) and its columns
+    bool done;
+    Runs runs;
+
+    // pair p's walk from its end cell (ei, ej) of its score (packed_walk_layout)
+    __device__ __forceinline__ void begin(const unsigned char* codes, const long long* offsets,
+                                          const int* pair_row, const int* pair_col, int p,
+                                          bool query_couple, const unsigned* tb,
+                                          const long long* off, const int* score, const int* ei,
+                                          const int* ej, const long long* op_off,
+                                          unsigned char* op_code, int* op_len) {
+        const long long qoff = offsets[pair_row[p]], toff = offsets[pair_col[p]];
+        a = codes + qoff;
+        b = codes + toff;
+        n = (int)(offsets[pair_row[p] + 1] - qoff);
+        m = (int)(offsets[pair_col[p] + 1] - toff);
+        tbw = tb + off[p];
+        int short_from;
+        packed_walk_layout<mode>(offsets, pair_row, p, query_couple, short_from, pad);
+        full_rows = short_from == NO_SHORT_BAND ? NO_SHORT_BAND : short_from * STRIPE;
+        i = ei[p];
+        j = ej[p];
+        v = score[p];
+        state = ident = length = 0;
+        blk_s = blk_c = -1;
+        runs = Runs{op_code, op_len, op_off[p], 255, 0};
+#ifdef WALK_SKIP
+        done = true;
+#else
+        done = false;
+#endif
+    }
+
+    // steps while the path is in the block (done: the alignment's start)
+    __device__ __forceinline__ void walk(const int* matrix, int K, int go, int ge,
+                                         const unsigned* blk) {
+        constexpr int R = PACK_TB_ROWS;
+        while (!done) {
+            if (i == 0 || j == 0) {
+                if (mode == GLOBAL) {
+                    if (i > 0) { runs.emit(OP_INS, i); length += i; i = 0; }
+                    else if (j > 0) { runs.emit(OP_DEL, j); length += j; j = 0; }
+                }
+                done = true;
+                break;
+            }
+            const int x = i - 1 + pad;
+            const bool full = x < full_rows;
+            const int sid = full ? x / R : full_rows / R + (x - full_rows) / 8;
+            if (sid != blk_s || (j - 1) / CKPT_COLS != blk_c) break;
+            const int r = full ? x % R : (x - full_rows) % 8;
+            const unsigned t = tb_bits(
+                blk[((j - 1) % CKPT_COLS * CKPT_WORDS + r / 8) * WALK_CKPT_THREADS], r % 8);
+            if (state != 0) {
+                if (t & (state == 1 ? 4u : 8u)) {
+                    v += ge;
+                    runs.emit(state == 1 ? OP_DEL : OP_INS, 1); ++length;
+                    if (state == 1) --j; else --i;
+                    continue;
+                }
+                v += go;
+                state = 0;
+            }
+            if (mode == LOCAL && v == 0) { done = true; break; }
+            if ((t & 2u) == 0u) {  // from the diagonal
+                const int qx = a[i - 1], ty = b[j - 1];
+                ident += qx == ty;
+                runs.emit(OP_ALIGNED, 1);
+                v -= matrix[qx * K + ty];
+                ++length; --i; --j;
+            } else if (t & 1u) {  // F over E
+                runs.emit(OP_INS, 1); ++length; --i;
+                state = 2;
+            } else {
+                runs.emit(OP_DEL, 1); ++length; --j;
+                state = 1;
+            }
+        }
+    }
+
+    // the words of the block that cell (i, j) is in, up to column j
+    __device__ __forceinline__ void refill(const SharedMatrix& mat, int go, int ge,
+                                           unsigned* blk) {
+        constexpr int G = PACK_TB_GROUP, R = PACK_TB_ROWS;
+        const long long span = (long long)(m + G - 1) * G;  // a band's words at 8 rows a lane
+        const int x = i - 1 + pad;
+        const int c = (j - 1) / CKPT_COLS;
+        if (x < full_rows || R == 8) {
+            const int s = x / R;
+            ckpt_block<mode, R>(a, n, b, m, tbw + (s / G) * span * (R / 8), s % G, s * R - pad,
+                                c, j - c * CKPT_COLS, mat, go, ge, blk);
+            blk_s = s;
+        } else {
+            const int l = (x - full_rows) / 8;
+            ckpt_block<mode, 8>(a, n, b, m, tbw + (full_rows / (8 * G)) * span, l,
+                                full_rows + l * 8 - pad, c, j - c * CKPT_COLS, mat, go, ge, blk);
+            blk_s = full_rows / R + l;
+        }
+        blk_c = c;
+    }
+
+    // pair p's outputs (see walk_out)
+    __device__ __forceinline__ void finish(int p, long long op0, int* out_qb, int* out_tb,
+                                           int* out_nops, int* out_ident, int* out_alen) {
+        runs.flush();
+        out_qb[p] = i;
+        out_tb[p] = j;
+        out_nops[p] = (int)(runs.pos - op0);
+        out_ident[p] = ident;
+        out_alen[p] = length;
+    }
+};
+
 // Pairs 2c and 2c + 1 (one query) in group c (fill_pack), couples
 // couple_warps[w] to couple_warps[w + 1] (at most 32 / G) in warp w, all of
 // one query; the boundary rows at boff[2c], each pair's traceback words at
@@ -1465,8 +1771,13 @@ fill2(
         m1 = (int)(offsets[pair_col[p + 1] + 1] - t1);
         bo = boff[p];
     }
+#ifdef FILL_STORES_HOT  // benchmarks only: every pair's words into the first 16 K words
+    unsigned* const tb0 = want_tb && real ? tb + off[p] % 16384 : tb;
+    unsigned* const tb1 = want_tb && real ? tb + off[p + 1] % 16384 : tb;
+#else
     unsigned* const tb0 = want_tb && real ? tb + off[p] : tb;
     unsigned* const tb1 = want_tb && real ? tb + off[p + 1] : tb;
+#endif
     unsigned* const top_h = reinterpret_cast<unsigned*>(bnd_h + bo);
     unsigned* const top_f = reinterpret_cast<unsigned*>(bnd_f + bo);
     const int init = (mode == LOCAL) ? 0 : neg;
@@ -1504,7 +1815,7 @@ fill2(
             out_score[p + k] = best[k]; out_ei[p + k] = bi[k]; out_ej[p + k] = bj[k];
         }
     }
-#if FUSED_WALK
+#if FUSED_WALK && !CKPT  // a checkpointed fill's pairs: walk_ckpt
     if constexpr (want_tb) {
         // lane 1 of the group takes pair p + 1's end from lane 0; the warp's
         // barrier orders its lanes' stores of the words before the walks' loads
@@ -1574,6 +1885,54 @@ walk(
                    out_alen);
 }
 
+// The walks of the packed pairs (below npack, the first nqpack in query
+// couples) where the fill was checkpointed (CKPT): CkptWalk from each pair's
+// end cell (ei, ej) of its score, the lanes taking pairs from next[0]
+// (zeroed) as they finish them. The matrix in shared memory, rows 32 apart
+// (load_lane_matrix's copy a bank took 0.1 s of a window's walks at 1e12
+// cells to load, block after block).
+template <int mode>
+__global__ void __launch_bounds__(WALK_CKPT_THREADS, 2048 / WALK_CKPT_THREADS / 4)
+walk_ckpt(
+     const unsigned char* __restrict__ codes, const long long* __restrict__ offsets,
+     const int* __restrict__ pair_row, const int* __restrict__ pair_col, const int npack,
+     const int nqpack, const unsigned int* __restrict__ tb, const long long* __restrict__ off,
+     const int* __restrict__ matrix, const int K, const int go, const int ge,
+     const int* __restrict__ score, const int* __restrict__ ei, const int* __restrict__ ej,
+     const long long* __restrict__ op_off, unsigned char* __restrict__ op_code,
+     int* __restrict__ op_len, int* __restrict__ out_qb, int* __restrict__ out_tb,
+     int* __restrict__ out_nops, int* __restrict__ out_ident, int* __restrict__ out_alen,
+     int* __restrict__ next)
+{
+    __shared__ int sm[32 * 32];  // W(a, b) at 32 a + b; rows PAD and past K: -128
+    for (int k = threadIdx.x; k < 32 * 32; k += blockDim.x)
+        sm[k] = k / 32 < K && k % 32 < K ? matrix[(k / 32) * K + k % 32] : -128;
+    __syncthreads();
+    const SharedMatrix mat{sm};
+    __shared__ unsigned blocks[CKPT_COLS * CKPT_WORDS * WALK_CKPT_THREADS];
+    unsigned* const blk = blocks + threadIdx.x;
+    CkptWalk<mode> w;
+    int p = -1;
+    while (true) {
+        // pairs taken and walked until the lane's needs a block, or none is left
+        while (p < npack) {
+            if (p < 0) {
+                p = atomicAdd(next, 1);
+                if (p >= npack) break;
+                w.begin(codes, offsets, pair_row, pair_col, p, p < nqpack, tb, off, score, ei,
+                        ej, op_off, op_code, op_len);
+            }
+            w.walk(matrix, K, go, ge, blk);
+            if (!w.done) break;
+            w.finish(p, op_off[p], out_qb, out_tb, out_nops, out_ident, out_alen);
+            p = -1;
+        }
+        const bool more = p < npack;
+        if (!__any_sync(FULL, more)) break;
+        if (more) w.refill(mat, go, ge, blk);
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Bounded local traceback (gpu_backend.BOUNDED_TRACEBACK): a window's local
 // alignments from its score pass (the score-only kernels: each pair's score
@@ -1619,23 +1978,6 @@ __device__ __forceinline__ void warp_add(unsigned long long* to, long long x) {
 #pragma unroll
     for (int k = 16; k > 0; k >>= 1) x += __shfl_down_sync(FULL, x, k);
     if (threadIdx.x % 32 == 0 && x) atomicAdd(to, (unsigned long long)x);
-}
-
-// The matrix as LaneMatrix reads it: 32 rows of 32 signed bytes (row PAD and
-// columns past K: -128), each word of 4 entries repeated in every bank; 32 KB.
-__device__ __forceinline__ void load_lane_matrix(unsigned* lm, const int* matrix, int K) {
-    for (int k = threadIdx.x; k < 256 * 32; k += blockDim.x) {
-        const int w = k / 32;  // entries 4 w to 4 w + 3
-        unsigned word = 0;
-#pragma unroll
-        for (int x = 0; x < 4; ++x) {
-            const int e = 4 * w + x, a = e / 32, b = e % 32;
-            const int v = (a < K && b < K) ? matrix[a * K + b] : -128;
-            word |= ((unsigned)v & 0xffu) << (8 * x);
-        }
-        lm[k] = word;
-    }
-    __syncthreads();
 }
 
 // Pair p = order[k] of sorted position k: box_i0[p], box_j0[p], the first row

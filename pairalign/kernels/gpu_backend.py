@@ -282,6 +282,19 @@ SEVERAL_MIN_WINDOWS = 4
 #: global level (8.522 against 8.537 s: its walks are long, and cost as much
 #: in the fill's blocks). benchmarks/NOTES.md, v39.
 FUSED_WALK = True
+#: With traceback, the packed kernel makes no traceback bits: it keeps, in
+#: their room, what each lane took in from above and, every CKPT_COLS
+#: columns, its stripe's H and E; the walk (``walk_ckpt``, a thread a pair)
+#: fills again the few blocks of one stripe and CKPT_COLS columns that its
+#: path goes through, with the fill's own step (align.cu, CKPT). The
+#: alignments are the same, bit for bit: the same step on the same values.
+CHECKPOINT_TRACEBACK = False
+#: Columns between a checkpointed fill's checkpoints: 16 at least (the
+#: checkpoints of 16 rows a lane then fill the room the bits had).
+CHECKPOINT_COLUMNS = 16
+#: Threads a block of the checkpointed walk (``walk_ckpt``): each holds the
+#: words of its block of CHECKPOINT_COLUMNS columns in shared memory.
+WALK_CHECKPOINT_THREADS = 128
 #: Windows fitted by their bound that a job's first launch plans, largest
 #: bound first, to size the stream slots (see GPUBackend._job_slot_bytes).
 SLOT_PLANS = 4
@@ -369,7 +382,8 @@ def window_arrays(plan: LayoutPlan, traceback: bool,
     if traceback if operations is None else operations:
         arrays |= {"op_off": (n + 1, i64), "code": (plan.ops, np.dtype(np.uint8)),
                    "len": (plan.ops, i32), "qb": (n, i32), "tb": (n, i32), "nops": (n, i32),
-                   "ident": (n, i32), "alen": (n, i32)}
+                   "ident": (n, i32), "alen": (n, i32),
+                   "next": (1, i32)}  # walk_ckpt's next pair (CHECKPOINT_TRACEBACK)
     return arrays
 
 
@@ -474,7 +488,16 @@ def module_defines() -> tuple[str, ...]:
             f"TB_TOP_PAD={int(SEMIGLOBAL_TRACEBACK_TOP_PAD)}",
             f"BOUND_ROWS={BOUND_ROWS}", f"BLOCK_QUERY_PROFILE={int(BLOCK_QUERY_PROFILE)}",
             f"BLOCK_QUERY_PROFILE_TB={int(BLOCK_QUERY_PROFILE_TRACEBACK)}",
-            f"FUSED_WALK={int(FUSED_WALK)}", *DEFINES)
+            f"FUSED_WALK={int(FUSED_WALK)}", f"CKPT={int(_checkpointed())}",
+            f"CKPT_COLS={CHECKPOINT_COLUMNS}", f"WALK_CKPT_THREADS={WALK_CHECKPOINT_THREADS}",
+            *DEFINES)
+
+
+def _checkpointed() -> bool:
+    """Whether the packed kernel's traceback is checkpointed
+    (:data:`CHECKPOINT_TRACEBACK`): at 16 rows a lane or more, where its words
+    leave room for the checkpoints (at 8, the words from above fill it)."""
+    return CHECKPOINT_TRACEBACK and PACK_ROWS_TRACEBACK >= 16
 
 
 class GPUBackend:
@@ -542,6 +565,14 @@ class GPUBackend:
         be._plans, be._slot_floor = {}, (None, 0)
         return be
 
+    def _multiprocessors(self) -> int:
+        """The device's multiprocessors (cached)."""
+        sms = getattr(self, "_sms", None)
+        if sms is None:
+            props = self.cp.cuda.runtime.getDeviceProperties(self.devices[0])
+            sms = self._sms = int(props["multiProcessorCount"])
+        return sms
+
     def describe(self) -> str:
         props = self.cp.cuda.runtime.getDeviceProperties(self.devices[0])
         return f"gpu {self.devices[0]} ({props['name'].decode()})"
@@ -558,6 +589,7 @@ class GPUBackend:
             names = [f"fill<{m},{t}>" for m in range(3) for t in ("true", "false")]
             names += [f"fill2<{m},{t}>" for m in range(3) for t in ("true", "false")]
             names += [f"walk<{m}>" for m in range(3)]
+            names += [f"walk_ckpt<{m}>" for m in range(3)]
             mod = cp.RawModule(code=src, options=(f"-arch=sm_{cc}", "-std=c++17",
                                                   f"-DSCORE={_CTYPE[dtype]}",
                                                   *(f"-D{d}" for d in defines)),
@@ -1254,7 +1286,22 @@ class GPUBackend:
             h["ev"][1].record()
             if traceback:
                 sc = job.scoring
-                first = plan.npack if FUSED_WALK else 0  # the packed pairs: fill2 walked them
+                # the packed pairs: fill2 walked them, or walk_ckpt does
+                first = plan.npack if FUSED_WALK or _checkpointed() else 0
+                if _checkpointed() and plan.npack:
+                    a["next"].fill(0)
+                    # its lanes take pairs as they go: enough blocks to fill the device
+                    blocks = min(-(-plan.npack // WALK_CHECKPOINT_THREADS),
+                                 4 * self._multiprocessors())
+                    mod.get_function(f"walk_ckpt<{job.mode_code}>")(
+                        (blocks,), (WALK_CHECKPOINT_THREADS,),
+                        (state["codes"], state["offsets"], a["rows"], a["cols"],
+                         np.int32(plan.npack),
+                         np.int32(2 * plan.couple_warps[plan.query_warps]),
+                         a["words"], lay["off"], state["matrix"],
+                         np.int32(sc.matrix.shape[0]), np.int32(sc.gap_open),
+                         np.int32(sc.gap_extend), h["score"], h["ei"], h["ej"],
+                         *self._walk_arrays(a, lay), a["next"]))
                 if plan.npairs > first:
                     mod.get_function(f"walk<{job.mode_code}>")(
                         (-(-(plan.npairs - first) // THREADS),), (THREADS,),
