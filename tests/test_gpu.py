@@ -664,15 +664,15 @@ def test_score_only_batches_sorted_by_rank(data_dir, monkeypatch, mode, targets)
 @pytest.mark.parametrize("case", ["adeno", "proteome", "short bands", "query couples", "random",
                                   "16-bit limit", "genes", "columns"])
 def test_checkpointed_traceback(data_dir, monkeypatch, case):
-    """CHECKPOINT_TRACEBACK: the packed kernel keeps checkpoints in place of
+    """CHECKPOINT_TRACEBACK_MODES: the packed kernel keeps checkpoints in place of
     traceback bits and the walk fills again the blocks its path crosses: the
     CPU's alignments in every mode, on homologs (long paths through many
     blocks), the proteome's longest proteins, queries ending around the short
     last band of 8-row stripes (target and query couples), random lengths
     with several matrices and gaps, scores near the 16-bit bound, DNA, and
-    checkpoints 32 columns apart."""
-    monkeypatch.setattr(gpu_backend, "CHECKPOINT_TRACEBACK", True)
+    checkpoints 16 columns apart (the default's 32 elsewhere)."""
     modes = ("global", "semiglobal", "local")
+    monkeypatch.setattr(gpu_backend, "CHECKPOINT_TRACEBACK_MODES", modes)
     kw: dict = {}
     if case == "adeno":
         seqs = pairalign.read_sequences(data_dir / "adeno_fiber.faa").sequences
@@ -705,7 +705,7 @@ def test_checkpointed_traceback(data_dir, monkeypatch, case):
     elif case == "genes":
         seqs = pairalign.read_sequences(data_dir / "genes_CP040672.fna").sequences[:40]
     else:
-        monkeypatch.setattr(gpu_backend, "CHECKPOINT_COLUMNS", 32)
+        monkeypatch.setattr(gpu_backend, "CHECKPOINT_COLUMNS", 16)
         seqs = pairalign.read_sequences(data_dir / "adeno_fiber.faa").sequences[:60]
     for mode in modes:
         cpu, gpu = both(seqs, mode=mode, traceback=True, **kw)

@@ -975,7 +975,7 @@ __device__ __forceinline__ void store_words(unsigned* at, const unsigned (&w)[S]
     else *at = w[0];
 }
 
-// Checkpointed traceback (CKPT, gpu_backend.CHECKPOINT_TRACEBACK): the packed
+// Checkpointed traceback (CKPT, gpu_backend.CHECKPOINT_TRACEBACK_MODES): the packed
 // fill makes no traceback bits. Each lane keeps, in each pair's words of the
 // band, what it took in from above at each column (its half of H and F of
 // the row above its stripe: a word a step, where the bits' words were) and,
@@ -987,11 +987,17 @@ __device__ __forceinline__ void store_words(unsigned* at, const unsigned (&w)[S]
 // m + G - 1 steps of G words, then floor(m / CKPT_COLS) checkpoints of G
 // lanes' R words, within the (R / 8) (m + G - 1) G words of a band of R-row
 // stripes (a short last band of 8-row stripes has a whole band's room).
-#ifndef CKPT
+#ifndef CKPT  // bit k: mode k's fills are checkpointed (GLOBAL 0, SEMIGLOBAL 1, LOCAL 2)
 #define CKPT 0
 #endif
+__host__ __device__ constexpr bool checkpointed(int mode) { return (CKPT >> mode) & 1; }
 #ifndef CKPT_COLS
 #define CKPT_COLS 16
+#endif
+// a checkpointed fill loads its target residues ahead, as the score-only
+// fills do (see fill_band)
+#ifndef CKPT_AHEAD
+#define CKPT_AHEAD 0
 #endif
 // (the host sets CKPT only at 16 rows a lane or more: at 8, the words from
 // above fill the room)
@@ -1083,7 +1089,8 @@ __device__ __forceinline__ void fill_band(
     // workload, 10-11% at 1,024 residues; ncu, sass_counts.py); loaded G + 1
     // steps ahead (`later`, one more register), local and global ran 3-6%
     // faster at 1e12 cells and semiglobal 3% slower (NOTES.md, v30).
-    constexpr bool ahead = !want_tb;
+    constexpr bool ckpt = want_tb && checkpointed(mode);
+    constexpr bool ahead = !want_tb || (ckpt && CKPT_AHEAD);
     constexpr bool two_ahead = ahead && mode != SEMIGLOBAL && RESIDUES_AHEAD > 1;
     const char* plane = reinterpret_cast<const char*>(c.prof + gl);
     if constexpr (pin) plane = pinned_shared(plane);
@@ -1101,7 +1108,6 @@ __device__ __forceinline__ void fill_band(
     // lane and step, the pair's half of the H and F that came in from above,
     // and after every CKPT_COLS-th column the lane's R rows of H and E, its
     // half of both in a word a row, at ck0 and ck1 (ckpt_words).
-    constexpr bool ckpt = want_tb && CKPT;
     constexpr int step_words = ckpt ? G : G * S;
     unsigned* word0 = tb0 + (ckpt ? (long long)band * (m0 + G - 1) * G * S + gl
                                   : ((long long)band * (m0 + G - 1) * G + gl) * S);
@@ -1577,7 +1583,8 @@ __device__ __forceinline__ void ckpt_block(
         for (int x = 0; x + 1 < PF; ++x) { in[x] = in[x + 1]; bt[x] = bt[x + 1]; }
         unsigned sub[R];
 #pragma unroll
-        for (int r = 0; r < R; ++r) sub[r] = pack2(qa[r] >= 0 ? col(qa[r]) : 0);
+        for (int r = 0; r < R; ++r)  // a top pad in semiglobal mode only
+            sub[r] = pack2(mode != SEMIGLOBAL || qa[r] >= 0 ? col(qa[r]) : 0);
         unsigned w0[R / 8], w1[R / 8];
         st.template column<true>(sub, d0, hup, fup, go2, ge2, w0, w1);
 #pragma unroll
@@ -1815,8 +1822,8 @@ fill2(
             out_score[p + k] = best[k]; out_ei[p + k] = bi[k]; out_ej[p + k] = bj[k];
         }
     }
-#if FUSED_WALK && !CKPT  // a checkpointed fill's pairs: walk_ckpt
-    if constexpr (want_tb) {
+#if FUSED_WALK
+    if constexpr (want_tb && !checkpointed(mode)) {  // else walk_ckpt walks them
         // lane 1 of the group takes pair p + 1's end from lane 0; the warp's
         // barrier orders its lanes' stores of the words before the walks' loads
         const int from = lane & ~(G - 1), gl = lane & (G - 1);

@@ -15,6 +15,7 @@ import numpy as np
 from ..job import Job
 from ..pairs import DeviceOps, DevicePairBatch, PairBatch, _offsets
 from ..scheduler.windows import BLOCK, Window
+from .conventions import MODES
 from .gpu_layout import (STRIPE, JobLengths, LayoutPlan, band_words, plan_window,
                          stride2_prefix)
 
@@ -282,16 +283,25 @@ SEVERAL_MIN_WINDOWS = 4
 #: global level (8.522 against 8.537 s: its walks are long, and cost as much
 #: in the fill's blocks). benchmarks/NOTES.md, v39.
 FUSED_WALK = True
-#: With traceback, the packed kernel makes no traceback bits: it keeps, in
-#: their room, what each lane took in from above and, every CKPT_COLS
-#: columns, its stripe's H and E; the walk (``walk_ckpt``, a thread a pair)
-#: fills again the few blocks of one stripe and CKPT_COLS columns that its
-#: path goes through, with the fill's own step (align.cu, CKPT). The
-#: alignments are the same, bit for bit: the same step on the same values.
-CHECKPOINT_TRACEBACK = False
+#: The modes whose packed traceback fill is checkpointed: it makes no
+#: traceback bits and keeps, in their room, what each lane took in from above
+#: and, every CHECKPOINT_COLUMNS columns, its stripe's H and E; the walk
+#: (``walk_ckpt``, lanes taking pairs as they go) fills again the few blocks
+#: of one stripe and CHECKPOINT_COLUMNS columns that a path goes through,
+#: with the fill's own step (align.cu, CKPT). The alignments are the same,
+#: bit for bit: the same step on the same values. What the bits' fill costs
+#: is its stores, not its bits (H100, 1e12 cells: local 0.510 s of GPU with
+#: the words stored, 0.323 s made and not stored). H100, 1e13 cells local,
+#: one process, best of two, results equal: 5.532 to 5.254 s (GPU busy
+#: 5.129 to 4.771 s); at 1e12 global its walks (long paths) cost more than
+#: it saves (0.653 against 0.723 s). Off until the GPU tests pass with it on
+#: for local (benchmarks/NOTES.md, v40).
+CHECKPOINT_TRACEBACK_MODES: tuple[str, ...] = ()
 #: Columns between a checkpointed fill's checkpoints: 16 at least (the
-#: checkpoints of 16 rows a lane then fill the room the bits had).
-CHECKPOINT_COLUMNS = 16
+#: checkpoints of 16 rows a lane then fill the room the bits had); 32 stores
+#: a quarter less than 16 (1e12 cells local, GPU busy 0.503 against 0.543 s)
+#: and 64 ran level with 32.
+CHECKPOINT_COLUMNS = 32
 #: Threads a block of the checkpointed walk (``walk_ckpt``): each holds the
 #: words of its block of CHECKPOINT_COLUMNS columns in shared memory.
 WALK_CHECKPOINT_THREADS = 128
@@ -383,7 +393,7 @@ def window_arrays(plan: LayoutPlan, traceback: bool,
         arrays |= {"op_off": (n + 1, i64), "code": (plan.ops, np.dtype(np.uint8)),
                    "len": (plan.ops, i32), "qb": (n, i32), "tb": (n, i32), "nops": (n, i32),
                    "ident": (n, i32), "alen": (n, i32),
-                   "next": (1, i32)}  # walk_ckpt's next pair (CHECKPOINT_TRACEBACK)
+                   "next": (1, i32)}  # walk_ckpt's next pair (CHECKPOINT_TRACEBACK_MODES)
     return arrays
 
 
@@ -488,16 +498,27 @@ def module_defines() -> tuple[str, ...]:
             f"TB_TOP_PAD={int(SEMIGLOBAL_TRACEBACK_TOP_PAD)}",
             f"BOUND_ROWS={BOUND_ROWS}", f"BLOCK_QUERY_PROFILE={int(BLOCK_QUERY_PROFILE)}",
             f"BLOCK_QUERY_PROFILE_TB={int(BLOCK_QUERY_PROFILE_TRACEBACK)}",
-            f"FUSED_WALK={int(FUSED_WALK)}", f"CKPT={int(_checkpointed())}",
-            f"CKPT_COLS={CHECKPOINT_COLUMNS}", f"WALK_CKPT_THREADS={WALK_CHECKPOINT_THREADS}",
+            f"FUSED_WALK={int(FUSED_WALK)}",
+            f"CKPT={sum(1 << code for mode, code in MODES.items() if _checkpointed(mode))}",
+            f"CKPT_COLS={CHECKPOINT_COLUMNS}", f"WALK_CKPT_THREADS={_walk_checkpoint_threads()}",
             *DEFINES)
 
 
-def _checkpointed() -> bool:
-    """Whether the packed kernel's traceback is checkpointed
-    (:data:`CHECKPOINT_TRACEBACK`): at 16 rows a lane or more, where its words
-    leave room for the checkpoints (at 8, the words from above fill it)."""
-    return CHECKPOINT_TRACEBACK and PACK_ROWS_TRACEBACK >= 16
+def _walk_checkpoint_threads() -> int:
+    """``walk_ckpt``'s threads a block: WALK_CHECKPOINT_THREADS, halved until
+    their blocks of words (CHECKPOINT_COLUMNS columns of PACK_ROWS_TRACEBACK / 8
+    words each) fit 40 KB of static shared memory beside the matrix."""
+    threads = WALK_CHECKPOINT_THREADS
+    while threads > 32 and threads * CHECKPOINT_COLUMNS * PACK_ROWS_TRACEBACK // 2 > 40960:
+        threads //= 2
+    return threads
+
+
+def _checkpointed(mode: str) -> bool:
+    """Whether the packed kernel's traceback is checkpointed in ``mode``
+    (:data:`CHECKPOINT_TRACEBACK_MODES`): at 16 rows a lane or more, where its
+    words leave room for the checkpoints (at 8, the words from above fill it)."""
+    return mode in CHECKPOINT_TRACEBACK_MODES and PACK_ROWS_TRACEBACK >= 16
 
 
 class GPUBackend:
@@ -1287,14 +1308,15 @@ class GPUBackend:
             if traceback:
                 sc = job.scoring
                 # the packed pairs: fill2 walked them, or walk_ckpt does
-                first = plan.npack if FUSED_WALK or _checkpointed() else 0
-                if _checkpointed() and plan.npack:
+                first = plan.npack if FUSED_WALK or _checkpointed(job.mode) else 0
+                if _checkpointed(job.mode) and plan.npack:
                     a["next"].fill(0)
                     # its lanes take pairs as they go: enough blocks to fill the device
-                    blocks = min(-(-plan.npack // WALK_CHECKPOINT_THREADS),
+                    threads = _walk_checkpoint_threads()
+                    blocks = min(-(-plan.npack // threads),
                                  4 * self._multiprocessors())
                     mod.get_function(f"walk_ckpt<{job.mode_code}>")(
-                        (blocks,), (WALK_CHECKPOINT_THREADS,),
+                        (blocks,), (threads,),
                         (state["codes"], state["offsets"], a["rows"], a["cols"],
                          np.int32(plan.npack),
                          np.int32(2 * plan.couple_warps[plan.query_warps]),
