@@ -201,7 +201,6 @@ __device__ __forceinline__ void load_lane_matrix(unsigned* lm, const int* matrix
     __syncthreads();
 }
 
-
 template <int mode, bool want_tb>
 struct Stripe {
     int qa[STRIPE], hl[STRIPE], el[STRIPE];
@@ -982,8 +981,11 @@ __device__ __forceinline__ void store_words(unsigned* at, const unsigned (&w)[S]
 // after every CKPT_COLS-th column, its stripe's H and E (a word a row), from
 // which the walk (walk_ckpt) fills the CKPT_COLS columns of one stripe that
 // its path goes through again, with the fill's own step (Stripe2::column),
-// bits and all. A walk crosses a few such blocks; the fill loses the bits'
-// 8 of 14 instructions a row. The words fit in the bits' room: a band's
+// bits and all. A local path crosses a few such blocks. The fill makes no
+// bits and, 32 columns apart, stores 0.375 byte a cell against the bits'
+// 0.5: what the bits' fill costs is its stores (at 1e12 cells, local, 0.516
+// s of GPU with its words stored, 0.323 s with them made and not stored),
+// not its bits (NOTES.md, v40). The words fit in the bits' room: a band's
 // m + G - 1 steps of G words, then floor(m / CKPT_COLS) checkpoints of G
 // lanes' R words, within the (R / 8) (m + G - 1) G words of a band of R-row
 // stripes (a short last band of 8-row stripes has a whole band's room).
@@ -1523,8 +1525,8 @@ __device__ __forceinline__ void walk_packed_pair(
 // to j0 + cols (j0 = c * CKPT_COLS), filled again from the lane's checkpoint c
 // (c = 0: the fill's start) and the H and F it took in from above, by the
 // fill's own step; both halves hold this pair's cells. blk[k]: column j0 + 1
-// + k's R / 8 words. The loads of the block's columns go first, at once: a
-// thread waits for memory once a block.
+// + k's R / 8 words. The loads of 16 columns go at once: a thread waits for
+// memory once every 16 columns, not at each.
 template <int mode, int R>
 __device__ __forceinline__ void ckpt_block(
      const unsigned char* a, int n, const unsigned char* b, int m, const unsigned* band,
