@@ -290,7 +290,7 @@ FUSED_WALK = True
 #: of one stripe and CHECKPOINT_COLUMNS columns that a path goes through,
 #: with the fill's own step (align.cu, CKPT). The alignments are the same,
 #: bit for bit: the same step on the same values. What the bits' fill costs
-#: is its stores, not its bits (H100, 1e12 cells: local 0.510 s of GPU with
+#: is its stores, not its bits (H100, 1e12 cells: local 0.516 s of GPU with
 #: the words stored, 0.323 s made and not stored). H100, 1e13 cells local,
 #: one process, best of two, results equal: 5.532 to 5.254 s (GPU busy
 #: 5.129 to 4.771 s); at 1e12 global its walks (long paths) cost more than
@@ -299,7 +299,7 @@ FUSED_WALK = True
 CHECKPOINT_TRACEBACK_MODES: tuple[str, ...] = ()
 #: Columns between a checkpointed fill's checkpoints: 16 at least (the
 #: checkpoints of 16 rows a lane then fill the room the bits had); 32 stores
-#: a quarter less than 16 (1e12 cells local, GPU busy 0.503 against 0.543 s)
+#: a quarter less than 16 (1e12 cells local, GPU busy 0.520 against 0.543 s)
 #: and 64 ran level with 32.
 CHECKPOINT_COLUMNS = 32
 #: Threads a block of the checkpointed walk (``walk_ckpt``): each holds the
