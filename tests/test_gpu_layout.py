@@ -494,3 +494,46 @@ def test_plan_holds_for_any_window(lengths, cols, corner, steps, fit, traceback,
     check_plan(plan, lay, rows_len, cols_len, w, traceback, steps, fits16,
                col_base=0 if cols is None else len(rows_len), per_warp=per_warp,
                stripes=stripes, query=query, block=block)
+
+
+@pytest.mark.parametrize("rows", [8, 16, 32])
+def test_checkpointed_modes_and_the_walks_shared_memory(monkeypatch, rows):
+    """CHECKPOINT_TRACEBACK_MODES compiles to a bit a mode (none at 8 rows a
+    lane, whose words from above fill the room), and walk_ckpt's blocks of
+    words fit static shared memory (48 KB, the 4 KB matrix beside them) at
+    every spacing of checkpoints, or the setting is refused by name."""
+    from pairalign.kernels.conventions import MODES
+
+    monkeypatch.setattr(gpu_backend, "PACK_ROWS_TRACEBACK", rows)
+    for modes in [(), ("local",), ("global", "semiglobal", "local")]:
+        monkeypatch.setattr(gpu_backend, "CHECKPOINT_TRACEBACK_MODES", modes)
+        want = sum(1 << MODES[m] for m in modes) if rows >= 16 else 0
+        assert f"CKPT={want}" in gpu_backend.module_defines()
+    for columns in (16, 32, 64, 128):
+        monkeypatch.setattr(gpu_backend, "CHECKPOINT_COLUMNS", columns)
+        if columns * rows // 2 * 32 > 40960:  # not even a warp's blocks fit
+            with pytest.raises(ValueError, match="CHECKPOINT_COLUMNS"):
+                gpu_backend._walk_checkpoint_threads()
+            continue
+        threads = gpu_backend._walk_checkpoint_threads()
+        assert threads >= 32 and threads & (threads - 1) == 0
+        assert threads * columns * (rows // 8) * 4 + 32 * 32 * 4 <= 48 * 1024
+
+
+@settings(max_examples=200, deadline=None)
+@given(n=st.integers(1, 3000), m=st.integers(1, 3000), lanes=st.sampled_from([4, 8, 16, 32]),
+       rows=st.sampled_from([16, 32]), columns=st.sampled_from([16, 32, 64]))
+def test_checkpoints_fit_the_room_of_the_bits(n, m, lanes, rows, columns):
+    """A checkpointed pair's words (align.cu, CKPT) in each band of the room
+    the plan gives its bits (band_words): a word a lane and step, then a
+    checkpoint of each lane's rows every `columns` columns; a short last band
+    of 8-row stripes the same in a whole band's room."""
+    from pairalign.kernels.gpu_layout import band_words
+
+    stripes = rows // 8
+    room = band_words(n, m, 1, lanes, stripes)
+    bands = room // (lanes * stripes * (m + lanes - 1))
+    per_band = room // bands
+    for r in {rows, 8}:  # full bands, and a short last band at 8 rows a lane
+        used = (m + lanes - 1) * lanes + (m // columns) * lanes * r
+        assert used <= per_band

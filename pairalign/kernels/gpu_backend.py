@@ -511,6 +511,9 @@ def _walk_checkpoint_threads() -> int:
     threads = WALK_CHECKPOINT_THREADS
     while threads > 32 and threads * CHECKPOINT_COLUMNS * PACK_ROWS_TRACEBACK // 2 > 40960:
         threads //= 2
+    if threads * CHECKPOINT_COLUMNS * PACK_ROWS_TRACEBACK // 2 > 40960:
+        raise ValueError(f"CHECKPOINT_COLUMNS = {CHECKPOINT_COLUMNS} at {PACK_ROWS_TRACEBACK} "
+                         "rows a lane: a warp's blocks of words exceed 40 KB of shared memory")
     return threads
 
 
