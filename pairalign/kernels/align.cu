@@ -567,6 +567,12 @@ struct Stripe2 {
         }
     }
 
+    // H of row i0 (the one above the stripe) in column 0: the diagonal term
+    // of the stripe's first cell of column 1
+    __device__ __forceinline__ static unsigned corner(int i0, int go, int ge) {
+        return pack2((mode == GLOBAL) ? gap_boundary(i0, go, ge) : 0);
+    }
+
     // The stripe's cells of column j of both pairs (see Stripe::column). The
     // diagonal terms come first, from the previous column's H before any is
     // overwritten: at 8 rows no register copies (ALU-pipe PRMTs on nvcc 13;
@@ -1071,7 +1077,7 @@ __device__ __forceinline__ void fill_band(
     st.start(i0, go, ge);
     c.build(matrix, band, lane);
     __syncwarp();
-    unsigned diag = pack2((mode == GLOBAL) ? gap_boundary(i0, go, ge) : 0);
+    unsigned diag = st.corner(i0, go, ge);
     unsigned out_h = 0, out_f = pack2(NEG16);
     BandTop<unsigned, G> above(top_h, top_f, gl, m, pack2(NEG16));
     // Column j's profile entries, as byte offsets from this lane's word of
@@ -1550,7 +1556,7 @@ __device__ __forceinline__ void ckpt_block(
     unsigned diag;
     if (c == 0) {
         st.start(i0, go, ge);
-        diag = pack2(mode == GLOBAL ? gap_boundary(i0, go, ge) : 0);
+        diag = st.corner(i0, go, ge);
     } else {
         const uint4* ck = reinterpret_cast<const uint4*>(band + ckpt_words<R, G>(m, c, l));
 #pragma unroll
