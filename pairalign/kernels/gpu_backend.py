@@ -6,6 +6,7 @@ import threading
 import time
 from collections import deque
 from concurrent.futures import Future
+from functools import cached_property
 from importlib import resources
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -508,10 +509,13 @@ def _walk_checkpoint_threads() -> int:
     """``walk_ckpt``'s threads a block: WALK_CHECKPOINT_THREADS, halved until
     their blocks of words (CHECKPOINT_COLUMNS columns of PACK_ROWS_TRACEBACK / 8
     words each) fit 40 KB of static shared memory beside the matrix."""
+    def too_many(threads: int) -> bool:  # their words (4 bytes) past 40 KB
+        return threads * CHECKPOINT_COLUMNS * (PACK_ROWS_TRACEBACK // 8) * 4 > 40960
+
     threads = WALK_CHECKPOINT_THREADS
-    while threads > 32 and threads * CHECKPOINT_COLUMNS * PACK_ROWS_TRACEBACK // 2 > 40960:
+    while threads > 32 and too_many(threads):
         threads //= 2
-    if threads * CHECKPOINT_COLUMNS * PACK_ROWS_TRACEBACK // 2 > 40960:
+    if too_many(threads):
         raise ValueError(f"CHECKPOINT_COLUMNS = {CHECKPOINT_COLUMNS} at {PACK_ROWS_TRACEBACK} "
                          "rows a lane: a warp's blocks of words exceed 40 KB of shared memory")
     return threads
@@ -589,13 +593,10 @@ class GPUBackend:
         be._plans, be._slot_floor = {}, (None, 0)
         return be
 
-    def _multiprocessors(self) -> int:
-        """The device's multiprocessors (cached)."""
-        sms = getattr(self, "_sms", None)
-        if sms is None:
-            props = self.cp.cuda.runtime.getDeviceProperties(self.devices[0])
-            sms = self._sms = int(props["multiProcessorCount"])
-        return sms
+    @cached_property
+    def multiprocessors(self) -> int:
+        """The device's multiprocessors."""
+        return int(self.device.attributes["MultiProcessorCount"])
 
     def describe(self) -> str:
         props = self.cp.cuda.runtime.getDeviceProperties(self.devices[0])
@@ -1311,13 +1312,14 @@ class GPUBackend:
             if traceback:
                 sc = job.scoring
                 # the packed pairs: fill2 walked them, or walk_ckpt does
-                first = plan.npack if FUSED_WALK or _checkpointed(job.mode) else 0
-                if _checkpointed(job.mode) and plan.npack:
+                checkpointed = _checkpointed(job.mode)
+                first = plan.npack if FUSED_WALK or checkpointed else 0
+                if checkpointed and plan.npack:
                     a["next"].fill(0)
                     # its lanes take pairs as they go: enough blocks to fill the device
                     threads = _walk_checkpoint_threads()
                     blocks = min(-(-plan.npack // threads),
-                                 4 * self._multiprocessors())
+                                 4 * self.multiprocessors)
                     mod.get_function(f"walk_ckpt<{job.mode_code}>")(
                         (blocks,), (threads,),
                         (state["codes"], state["offsets"], a["rows"], a["cols"],
