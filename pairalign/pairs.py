@@ -381,7 +381,7 @@ class Placement:
         self.total = total
         #: operations and pairs placed so far, and their arrays made ahead
         #: (RESERVE_OPERATIONS)
-        self._seen = [0, 0]
+        self._seen_ops = self._seen_pairs = 0
         self._reserve: _OperationsReserve | None = None
 
     def _write_known(self) -> None:
@@ -470,13 +470,13 @@ class Placement:
     def _reserve_ahead(self, ops: int, pairs: int) -> None:
         """The operations' arrays made, and their pages faulted in, from the
         operations per pair so far (RESERVE_OPERATIONS)."""
-        self._seen[0] += ops
-        self._seen[1] += pairs
-        if not self._seen[1]:
+        self._seen_ops += ops
+        self._seen_pairs += pairs
+        if not self._seen_pairs:
             return
-        estimate = self._seen[0] * self.total // self._seen[1]
+        estimate = self._seen_ops * self.total // self._seen_pairs
         if self._reserve is None:
-            if self._seen[1] < RESERVE_AFTER * self.total or estimate < RESERVE_LEAST:
+            if self._seen_pairs < RESERVE_AFTER * self.total or estimate < RESERVE_LEAST:
                 return
             self._reserve = _OperationsReserve(int(RESERVE_MARGIN * estimate) + 1)
         self._reserve.want(estimate)
