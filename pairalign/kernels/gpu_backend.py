@@ -295,9 +295,9 @@ FUSED_WALK = True
 #: the words stored, 0.323 s made and not stored). H100, 1e13 cells local,
 #: one process, best of two, results equal: 5.532 to 5.254 s (GPU busy
 #: 5.129 to 4.771 s); at 1e12 global its walks (long paths) cost more than
-#: it saves (0.653 against 0.723 s). Off until the GPU tests pass with it on
-#: for local (benchmarks/NOTES.md, v40).
-CHECKPOINT_TRACEBACK_MODES: tuple[str, ...] = ()
+#: it saves (0.653 against 0.723 s). On for local since the GPU tests passed
+#: with it (v41: H100, best of three, 5.390 to 5.147 s end to end).
+CHECKPOINT_TRACEBACK_MODES: tuple[str, ...] = ("local",)
 #: Columns between a checkpointed fill's checkpoints: 16 at least (the
 #: checkpoints of 16 rows a lane then fill the room the bits had); 32 stores
 #: a quarter less than 16 (1e12 cells local, GPU busy 0.520 against 0.543 s)
