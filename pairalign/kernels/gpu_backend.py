@@ -296,8 +296,11 @@ FUSED_WALK = True
 #: one process, best of two, results equal: 5.532 to 5.254 s (GPU busy
 #: 5.129 to 4.771 s); at 1e12 global its walks (long paths) cost more than
 #: it saves (0.653 against 0.723 s). On for local since the GPU tests passed
-#: with it (v41: H100, best of three, 5.390 to 5.147 s end to end).
-CHECKPOINT_TRACEBACK_MODES: tuple[str, ...] = ("local",)
+#: with it (v41: H100, best of three, 5.390 to 5.147 s end to end), and for
+#: semiglobal, whose walks are nearly as short (66 steps a pair against
+#: local's 45, checkpoint_model.py; H100 at 1e13 cells, best of two, 6.324
+#: to 5.869 s end to end, GPU busy 5.869 to 5.312 s, results equal).
+CHECKPOINT_TRACEBACK_MODES: tuple[str, ...] = ("local", "semiglobal")
 #: Columns between a checkpointed fill's checkpoints: 16 at least (the
 #: checkpoints of 16 rows a lane then fill the room the bits had); 32 stores
 #: a quarter less than 16 (1e12 cells local, GPU busy 0.520 against 0.543 s)
