@@ -522,12 +522,14 @@ def test_checkpointed_modes_and_the_walks_shared_memory(monkeypatch, rows):
 
 @settings(max_examples=200, deadline=None)
 @given(n=st.integers(1, 3000), m=st.integers(1, 3000), lanes=st.sampled_from([4, 8, 16, 32]),
-       rows=st.sampled_from([16, 32]), columns=st.sampled_from([16, 32, 64]))
-def test_checkpoints_fit_the_room_of_the_bits(n, m, lanes, rows, columns):
+       rows=st.sampled_from([16, 32]), columns=st.sampled_from([16, 32, 64]),
+       chunk=st.sampled_from([1, 2, 4]))
+def test_checkpoints_fit_the_room_of_the_bits(n, m, lanes, rows, columns, chunk):
     """A checkpointed pair's words (align.cu, CKPT) in each band of the room
-    the plan gives its bits (band_words): a word a lane and step, then a
-    checkpoint of each lane's rows every `columns` columns; a short last band
-    of 8-row stripes the same in a whole band's room."""
+    the plan gives its bits (band_words): a word a lane and step, the steps
+    rounded up to whole chunks (CKPT_CHUNK), then a checkpoint of each lane's
+    rows every `columns` columns; a short last band of 8-row stripes the same
+    in a whole band's room."""
     from pairalign.kernels.gpu_layout import band_words
 
     stripes = rows // 8
@@ -535,5 +537,6 @@ def test_checkpoints_fit_the_room_of_the_bits(n, m, lanes, rows, columns):
     bands = room // (lanes * stripes * (m + lanes - 1))
     per_band = room // bands
     for r in {rows, 8}:  # full bands, and a short last band at 8 rows a lane
-        used = (m + lanes - 1) * lanes + (m // columns) * lanes * r
+        steps = -(-(m + lanes - 1) // chunk) * chunk
+        used = steps * lanes + (m // columns) * lanes * r
         assert used <= per_band

@@ -1020,11 +1020,30 @@ static_assert(!CKPT || CKPT_COLS * (PACK_TB_ROWS / 8 - 1) >= PACK_TB_ROWS,
 #define WALK_CKPT_THREADS 128
 #endif
 
+// A lane's words from above of CKPT_CHUNK consecutive steps lie side by
+// side, stored together (one store of 4, 8 or 16 bytes): chunks of G lanes,
+// CKPT_CHUNK words each, a chunk of steps after another.
+#ifndef CKPT_CHUNK
+#define CKPT_CHUNK 1
+#endif
+static_assert(CKPT_CHUNK == 1 || CKPT_CHUNK == 2 || CKPT_CHUNK == 4, "a store of 4, 8 or 16 bytes");
+// (the steps rounded up to whole chunks still leave the checkpoints room)
+static_assert(!CKPT || CKPT_CHUNK <= PACK_TB_GROUP, "a band's chunks must fit its room");
+
+// Where lane l's word of step t lies, in words from a band's first word
+template <int G>
+__device__ __forceinline__ long long ckpt_step_word(int t, int l) {
+    constexpr int C = CKPT_CHUNK;
+    return (long long)(t & ~(C - 1)) * G + l * C + (t & (C - 1));
+}
+
 // Where lane l's checkpoint c >= 1 (after column c * CKPT_COLS) starts, in
-// words from a band's first word, for a pair of m columns
+// words from a band's first word, for a pair of m columns: after the band's
+// m + G - 1 steps, rounded up to whole chunks
 template <int R, int G>
 __device__ __forceinline__ long long ckpt_words(int m, int c, int l) {
-    return (long long)(m + G - 1) * G + ((long long)(c - 1) * G + l) * R;
+    constexpr int C = CKPT_CHUNK;
+    return (long long)((m + G - 1 + C - 1) / C * C) * G + ((long long)(c - 1) * G + l) * R;
 }
 
 // A lane's R rows of H and E, one pair's half of each (PRMT selector sel:
@@ -1038,6 +1057,32 @@ __device__ __forceinline__ void store_rows(unsigned* at, const unsigned (&h)[R],
             __byte_perm(h[k], e[k], sel), __byte_perm(h[k + 1], e[k + 1], sel),
             __byte_perm(h[k + 2], e[k + 2], sel), __byte_perm(h[k + 3], e[k + 3], sel));
 }
+
+// A lane's words of a chunk of C steps (see CKPT_CHUNK), in registers: as
+// an array written at t % C, ptxas kept it in local memory (an indexed store)
+template <int C>
+struct StepChunk {
+    unsigned w[4];
+    __device__ __forceinline__ void put(int t, unsigned x) {
+        const int u = t & (C - 1);
+        if (u == 0) w[0] = x;
+        if (C > 1 && u == 1) w[1] = x;
+        if (C > 2 && u == 2) w[2] = x;
+        if (C > 2 && u == 3) w[3] = x;
+    }
+    // steps first to t, at word (the lane's word of step t as if unchunked),
+    // if they hold a step of the pair's (the lane's steps gl to gl + steps - 1;
+    // none where steps is 0: a warp's padding groups point at the window's
+    // first pair's words)
+    template <int G>
+    __device__ __forceinline__ void store(unsigned* word, int first, int t, int gl, int steps) const {
+        if (steps <= 0 || t < gl || first - gl >= steps) return;
+        unsigned* at = word - (t - first) * G;
+        if constexpr (C == 4) *reinterpret_cast<uint4*>(at) = make_uint4(w[0], w[1], w[2], w[3]);
+        else if constexpr (C == 2) *reinterpret_cast<uint2*>(at) = make_uint2(w[0], w[1]);
+        else *at = w[0];
+    }
+};
 
 // Band `band` of a couple (see fill_pack): stripes band * G to band * G + G -
 // 1 of the couple's nstripes of R rows (a stripe a lane, the first pad rows
@@ -1116,13 +1161,20 @@ __device__ __forceinline__ void fill_band(
     // lane and step, the pair's half of the H and F that came in from above,
     // and after every CKPT_COLS-th column the lane's R rows of H and E, its
     // half of both in a word a row, at ck0 and ck1 (ckpt_words).
+    // Chunked (CKPT_CHUNK steps a store), word0 and word1 run a step at a
+    // time as if unchunked, from the lane's first word of the band's first
+    // chunk, and a chunk is stored at its last step (or the band's), from C
+    // - 1 steps back, if it holds a step of the pair (lim0, lim1: the lane's
+    // steps gl to gl + lim - 1).
+    constexpr int C = ckpt ? CKPT_CHUNK : 1;
     constexpr int step_words = ckpt ? G : G * S;
-    unsigned* word0 = tb0 + (ckpt ? (long long)band * (m0 + G - 1) * G * S + gl
+    unsigned* word0 = tb0 + (ckpt ? (long long)band * (m0 + G - 1) * G * S + gl * C
                                   : ((long long)band * (m0 + G - 1) * G + gl) * S);
-    unsigned* word1 = tb1 + (ckpt ? (long long)band * (m1 + G - 1) * G * S + gl
+    unsigned* word1 = tb1 + (ckpt ? (long long)band * (m1 + G - 1) * G * S + gl * C
                                   : ((long long)band * (m1 + G - 1) * G + gl) * S);
-    unsigned* ck0 = ckpt ? word0 - gl + ckpt_words<R, G>(m0, 1, gl) : nullptr;
-    unsigned* ck1 = ckpt ? word1 - gl + ckpt_words<R, G>(m1, 1, gl) : nullptr;
+    unsigned* ck0 = ckpt ? word0 - gl * C + ckpt_words<R, G>(m0, 1, gl) : nullptr;
+    unsigned* ck1 = ckpt ? word1 - gl * C + ckpt_words<R, G>(m1, 1, gl) : nullptr;
+    StepChunk<C> chunk0, chunk1;
 #ifdef FILL_NO_STORES
     unsigned sink = 0;
 #endif
@@ -1163,8 +1215,13 @@ __device__ __forceinline__ void fill_band(
             if (false)
 #endif
             if constexpr (ckpt) {
-                if (j <= m0) *word0 = __byte_perm(in_h, in_f, 0x5410);
-                if (j <= m1) *word1 = __byte_perm(in_h, in_f, 0x7632);
+                if constexpr (C == 1) {
+                    if (j <= m0) *word0 = __byte_perm(in_h, in_f, 0x5410);
+                    if (j <= m1) *word1 = __byte_perm(in_h, in_f, 0x7632);
+                } else {  // stored with its chunk (StepChunk)
+                    chunk0.put(t, __byte_perm(in_h, in_f, 0x5410));
+                    chunk1.put(t, __byte_perm(in_h, in_f, 0x7632));
+                }
                 if (j % CKPT_COLS == 0) {
                     if (j <= m0) store_rows<R>(ck0, st.hl, st.el, 0x5410);
                     if (j <= m1) store_rows<R>(ck1, st.hl, st.el, 0x7632);
@@ -1176,7 +1233,25 @@ __device__ __forceinline__ void fill_band(
                 if (j <= m1) store_words(word1, w1);
             }
         }
+#ifndef FILL_NO_STORES
+        if constexpr (ckpt && C > 1) {
+            if ((t & (C - 1)) == C - 1) {
+                chunk0.template store<G>(word0, t - (C - 1), t, gl, min((int)mine, m0));
+                chunk1.template store<G>(word1, t - (C - 1), t, gl, min((int)mine, m1));
+            }
+        }
+#endif
     }
+#ifndef FILL_NO_STORES
+    if constexpr (ckpt && C > 1) {  // the band's last chunk, if short (word0: past the last step)
+        if (steps % C) {
+            word0 -= step_words;
+            word1 -= step_words;
+            chunk0.template store<G>(word0, steps & ~(C - 1), steps - 1, gl, min((int)mine, m0));
+            chunk1.template store<G>(word1, steps & ~(C - 1), steps - 1, gl, min((int)mine, m1));
+        }
+    }
+#endif
 #ifdef FILL_NO_STORES
     if (sink == 0x9e3779b9u && m0 < 0) *tb0 = sink;
 #endif
@@ -1547,7 +1622,7 @@ __device__ __forceinline__ void ckpt_block(
 #pragma unroll
         for (int x = 0; x < PF; ++x) {
             const int k = k0 + x;
-            in[x] = k < cols ? band[(long long)(j0 + k + l) * G + l] : 0u;
+            in[x] = k < cols ? band[ckpt_step_word<G>(j0 + k + l, l)] : 0u;
             bt[x] = k < cols ? b[j0 + k] : 0;
         }
     };
@@ -1569,7 +1644,7 @@ __device__ __forceinline__ void ckpt_block(
                 st.el[r + k] = __byte_perm(x[k], 0, 0x3232);
             }
         }
-        diag = __byte_perm(band[(long long)(j0 - 1 + l) * G + l], 0, 0x1010);
+        diag = __byte_perm(band[ckpt_step_word<G>(j0 - 1 + l, l)], 0, 0x1010);
     }
     int qa[R];  // each row's matrix row (32 apart: PAD's past n), or -1 in the top pad
 #pragma unroll

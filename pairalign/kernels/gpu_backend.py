@@ -306,6 +306,14 @@ CHECKPOINT_TRACEBACK_MODES: tuple[str, ...] = ("local", "semiglobal")
 #: a quarter less than 16 (1e12 cells local, GPU busy 0.520 against 0.543 s)
 #: and 64 ran level with 32.
 CHECKPOINT_COLUMNS = 32
+#: Steps of a lane's words from above (checkpointed fill) stored together,
+#: side by side: 1, 2 or 4 (one store of 4, 8 or 16 bytes). The fill's stores
+#: cost more by their count than by their bytes (1e12 cells local, GPU busy
+#: with the walks skipped: 0.453 s with a store a step, 0.370 with nearly
+#: none, 0.385 with a quarter of them). H100, 1e13 cells local, one process,
+#: best of two, results equal: 5.103 s end to end with 1, 4.709 with 2, 4.561
+#: with 4 (GPU busy 4.733, 4.377, 4.232 s). benchmarks/NOTES.md, v41.
+CHECKPOINT_STEP_CHUNK = 4
 #: Threads a block of the checkpointed walk (``walk_ckpt``): each holds the
 #: words of its block of CHECKPOINT_COLUMNS columns in shared memory.
 WALK_CHECKPOINT_THREADS = 128
@@ -504,7 +512,8 @@ def module_defines() -> tuple[str, ...]:
             f"BLOCK_QUERY_PROFILE_TB={int(BLOCK_QUERY_PROFILE_TRACEBACK)}",
             f"FUSED_WALK={int(FUSED_WALK)}",
             f"CKPT={sum(1 << code for mode, code in MODES.items() if _checkpointed(mode))}",
-            f"CKPT_COLS={CHECKPOINT_COLUMNS}", f"WALK_CKPT_THREADS={_walk_checkpoint_threads()}",
+            f"CKPT_COLS={CHECKPOINT_COLUMNS}", f"CKPT_CHUNK={CHECKPOINT_STEP_CHUNK}",
+            f"WALK_CKPT_THREADS={_walk_checkpoint_threads()}",
             *DEFINES)
 
 
