@@ -1062,13 +1062,12 @@ __device__ __forceinline__ void store_rows(unsigned* at, const unsigned (&h)[R],
 // an array written at t % C, ptxas kept it in local memory (an indexed store)
 template <int C>
 struct StepChunk {
-    unsigned w[4];
+    unsigned w[C];
     __device__ __forceinline__ void put(int t, unsigned x) {
         const int u = t & (C - 1);
         if (u == 0) w[0] = x;
-        if (C > 1 && u == 1) w[1] = x;
-        if (C > 2 && u == 2) w[2] = x;
-        if (C > 2 && u == 3) w[3] = x;
+        if constexpr (C > 1) { if (u == 1) w[1] = x; }
+        if constexpr (C > 2) { if (u == 2) w[2] = x; if (u == 3) w[3] = x; }
     }
     // steps first to t, at word (the lane's word of step t as if unchunked),
     // if they hold a step of the pair's (the lane's steps gl to gl + steps - 1;
@@ -1077,10 +1076,7 @@ struct StepChunk {
     template <int G>
     __device__ __forceinline__ void store(unsigned* word, int first, int t, int gl, int steps) const {
         if (steps <= 0 || t < gl || first - gl >= steps) return;
-        unsigned* at = word - (t - first) * G;
-        if constexpr (C == 4) *reinterpret_cast<uint4*>(at) = make_uint4(w[0], w[1], w[2], w[3]);
-        else if constexpr (C == 2) *reinterpret_cast<uint2*>(at) = make_uint2(w[0], w[1]);
-        else *at = w[0];
+        store_words(word - (t - first) * G, w);
     }
 };
 
@@ -1164,8 +1160,7 @@ __device__ __forceinline__ void fill_band(
     // Chunked (CKPT_CHUNK steps a store), word0 and word1 run a step at a
     // time as if unchunked, from the lane's first word of the band's first
     // chunk, and a chunk is stored at its last step (or the band's), from C
-    // - 1 steps back, if it holds a step of the pair (lim0, lim1: the lane's
-    // steps gl to gl + lim - 1).
+    // - 1 steps back, if it holds a step of the pair (StepChunk::store).
     constexpr int C = ckpt ? CKPT_CHUNK : 1;
     constexpr int step_words = ckpt ? G : G * S;
     unsigned* word0 = tb0 + (ckpt ? (long long)band * (m0 + G - 1) * G * S + gl * C
