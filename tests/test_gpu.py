@@ -662,15 +662,17 @@ def test_score_only_batches_sorted_by_rank(data_dir, monkeypatch, mode, targets)
 
 
 @pytest.mark.parametrize("case", ["adeno", "proteome", "short bands", "query couples", "random",
-                                  "16-bit limit", "genes", "columns"])
+                                  "16-bit limit", "genes", "columns", "chunks of 1", "chunks of 2"])
 def test_checkpointed_traceback(data_dir, monkeypatch, case):
     """CHECKPOINT_TRACEBACK_MODES: the packed kernel keeps checkpoints in place of
     traceback bits and the walk fills again the blocks its path crosses: the
     CPU's alignments in every mode, on homologs (long paths through many
     blocks), the proteome's longest proteins, queries ending around the short
     last band of 8-row stripes (target and query couples), random lengths
-    with several matrices and gaps, scores near the 16-bit bound, DNA, and
-    checkpoints 16 columns apart (the default's 32 elsewhere)."""
+    with several matrices and gaps, scores near the 16-bit bound, DNA,
+    checkpoints 16 columns apart (the default's 32 elsewhere), and the words
+    from above stored a step and two steps a store (the default's four
+    elsewhere) with lengths around the chunks' edges."""
     modes = ("global", "semiglobal", "local")
     monkeypatch.setattr(gpu_backend, "CHECKPOINT_TRACEBACK_MODES", modes)
     kw: dict = {}
@@ -704,9 +706,15 @@ def test_checkpointed_traceback(data_dir, monkeypatch, case):
                 "CW" * 300]
     elif case == "genes":
         seqs = pairalign.read_sequences(data_dir / "genes_CP040672.fna").sequences[:40]
-    else:
+    elif case == "columns":
         monkeypatch.setattr(gpu_backend, "CHECKPOINT_COLUMNS", 16)
         seqs = pairalign.read_sequences(data_dir / "adeno_fiber.faa").sequences[:60]
+    else:
+        monkeypatch.setattr(gpu_backend, "CHECKPOINT_STEP_CHUNK", int(case.split()[-1]))
+        rng = np.random.default_rng(17)
+        base = pairalign.read_sequences(data_dir / "adeno_fiber.faa").sequences[0]
+        seqs = [base[:n] for n in (1, 2, 3, 4, 5, 31, 32, 33, 63, 64, 65)]
+        seqs += [base[:n] for n in rng.integers(100, len(base), 40)]
     for mode in modes:
         cpu, gpu = both(seqs, mode=mode, traceback=True, **kw)
         assert_same(cpu, gpu)
