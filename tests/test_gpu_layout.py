@@ -520,6 +520,21 @@ def test_checkpointed_modes_and_the_walks_shared_memory(monkeypatch, rows):
         assert threads * columns * (rows // 8) * 4 + 32 * 32 * 4 <= 48 * 1024
 
 
+@pytest.mark.parametrize("chunk", [1, 2, 3, 4, 8])
+@pytest.mark.parametrize("lanes", [2, 4, 8])
+def test_checkpoint_step_chunk_is_checked(monkeypatch, chunk, lanes):
+    """CHECKPOINT_STEP_CHUNK compiles to CKPT_CHUNK where it is a store of 4,
+    8 or 16 bytes within a group's lanes, and is refused by name otherwise
+    (instead of a static assert failing in NVRTC)."""
+    monkeypatch.setattr(gpu_backend, "CHECKPOINT_STEP_CHUNK", chunk)
+    monkeypatch.setattr(gpu_backend, "PACK_GROUP_TRACEBACK", lanes)
+    if chunk in (1, 2, 4) and chunk <= lanes:
+        assert f"CKPT_CHUNK={chunk}" in gpu_backend.module_defines()
+    else:
+        with pytest.raises(ValueError, match="CHECKPOINT_STEP_CHUNK"):
+            gpu_backend.module_defines()
+
+
 @settings(max_examples=200, deadline=None)
 @given(n=st.integers(1, 3000), m=st.integers(1, 3000), lanes=st.sampled_from([4, 8, 16, 32]),
        rows=st.sampled_from([16, 32]), columns=st.sampled_from([16, 32, 64]),

@@ -512,7 +512,7 @@ def module_defines() -> tuple[str, ...]:
             f"BLOCK_QUERY_PROFILE_TB={int(BLOCK_QUERY_PROFILE_TRACEBACK)}",
             f"FUSED_WALK={int(FUSED_WALK)}",
             f"CKPT={sum(1 << code for mode, code in MODES.items() if _checkpointed(mode))}",
-            f"CKPT_COLS={CHECKPOINT_COLUMNS}", f"CKPT_CHUNK={CHECKPOINT_STEP_CHUNK}",
+            f"CKPT_COLS={CHECKPOINT_COLUMNS}", f"CKPT_CHUNK={_checkpoint_step_chunk()}",
             f"WALK_CKPT_THREADS={_walk_checkpoint_threads()}",
             *DEFINES)
 
@@ -531,6 +531,17 @@ def _walk_checkpoint_threads() -> int:
         raise ValueError(f"CHECKPOINT_COLUMNS = {CHECKPOINT_COLUMNS} at {PACK_ROWS_TRACEBACK} "
                          "rows a lane: a warp's blocks of words exceed 40 KB of shared memory")
     return threads
+
+
+def _checkpoint_step_chunk() -> int:
+    """CHECKPOINT_STEP_CHUNK, checked: one store of 4, 8 or 16 bytes, and no
+    more steps than a group has lanes (the steps rounded up to whole chunks
+    then leave the checkpoints their room; align.cu asserts both)."""
+    chunk = CHECKPOINT_STEP_CHUNK
+    if chunk not in (1, 2, 4) or chunk > PACK_GROUP_TRACEBACK:
+        raise ValueError(f"CHECKPOINT_STEP_CHUNK = {chunk}: 1, 2 or 4 steps a store, at most "
+                         f"PACK_GROUP_TRACEBACK = {PACK_GROUP_TRACEBACK}")
+    return chunk
 
 
 def _checkpointed(mode: str) -> bool:
