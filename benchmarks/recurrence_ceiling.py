@@ -23,6 +23,14 @@ end-cell positions, no boundary rows in global memory, no pair bookkeeping:
 what is left is the recurrence, the profile and the hand-over, so its rate
 bounds what the real kernel can reach at the same registers and occupancy.
 
+Two other forms of the step (NOTES.md, v42): ``*_f2`` carries F + go down a
+lane's rows, so that F's chain is two dependent operations a row instead of
+three, at one maximum more a row on the ALU pipe (H100: local 7,100 to 6,522
+GCUPS in the couples' layout, global 7,499 to 7,370: the ALU pipe binds,
+not the chain); ``*_skew_*`` steps a lane's top half of rows a column ahead
+of its bottom half, two F chains a step (global 7,697 to 8,473, local 7,300
+to 7,440; in the packed kernel, global at 1e13 cells ran 5% slower).
+
 Prints, per variant: registers (ptxas), GCUPS from CUDA events (median of
 ``--reps`` launches after a warm-up), the SM clock during the launch (cycles
 of ``clock64`` over ``%globaltimer`` nanoseconds, block 0), and that rate as
@@ -47,12 +55,33 @@ __device__ __forceinline__ unsigned long long gtimer() {
     unsigned long long t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); return t;
 }
 
+
+// One row of the score-only recurrence. F2 = false: as Stripe2::column,
+// H = max3(D, E, F) from D = diag + s, then H - go, the next E and F; F's
+// chain down a lane's rows is three dependent operations a row. F2 = true:
+// f carries F + go, so that the chain is two: x = max(diag + s, E) first
+// (off the chain), H = max(f - go, x) (relu in local mode), f' = max(f - ge,
+// H); H - go for the next E only. One DPX more a row on the ALU pipe, one
+// add fewer on the FMA pipe.
+template <bool LOCAL, bool F2>
+__device__ __forceinline__ unsigned row_step(unsigned diag, unsigned s, unsigned& e,
+                                             unsigned& f, unsigned go2, unsigned ge2) {
+    static_assert(F2, "the F2 form only (the other is written out where it runs)");
+    const unsigned x = __viaddmax_s16x2(diag, s, e);
+    const unsigned h = LOCAL ? __viaddmax_s16x2_relu(f, go2, x)
+                             : __viaddmax_s16x2(f, go2, x);
+    f = __viaddmax_s16x2(f, ge2, h);
+    e = __viaddmax_s16x2(e, ge2, add2(h, go2));
+    return h;
+}
+
 // LAYOUT 0: every lane of a warp at one residue (a broadcast: the loads at
 // their cheapest). 1: as the packed kernel's query couples, groups of 4 lanes
 // each on its own target, lane l one column behind lane l - 1, chunk q of lane
 // l's rows for residue t at ((t R / 4 + q) 4 + l) (build_query_profile). 2: 1
 // with each residue's entry PAD16 chunks further apart.
-template <int R, bool LOCAL, bool SHFL, int MINB, int LAYOUT = 0, int PAD16 = 0>
+template <int R, bool LOCAL, bool SHFL, int MINB, int LAYOUT = 0, int PAD16 = 0,
+          bool F2 = false>
 __device__ __forceinline__ void run(const uint4* __restrict__ prof_g, int steps,
                                     unsigned* __restrict__ out, long long* __restrict__ clk) {
     extern __shared__ uint4 prof[];  // [32 residues][R / 4 chunks (x 4 lanes)]
@@ -63,6 +92,7 @@ __device__ __forceinline__ void run(const uint4* __restrict__ prof_g, int steps,
     const unsigned long long t0 = gtimer();
     const int lane = threadIdx.x & 31;
     const unsigned go2 = 0xfff5fff5u, ge2 = 0xffffffffu;  // -11, -1 in both halves
+    const unsigned ngo2 = 0x000b000bu;  // +11 (F2: F + go in, F out)
     unsigned hl[R], el[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) { hl[r] = 0; el[r] = go2; }
@@ -76,17 +106,29 @@ __device__ __forceinline__ void run(const uint4* __restrict__ prof_g, int steps,
             const uint4 v = p[LAYOUT ? 4 * k : k];
             sub[4 * k] = v.x; sub[4 * k + 1] = v.y; sub[4 * k + 2] = v.z; sub[4 * k + 3] = v.w;
         }
-        sub[0] = add2(diag, sub[0]);
+        if constexpr (F2) {
+            unsigned dg[R];
+            dg[0] = diag;
 #pragma unroll
-        for (int r = 1; r < R; ++r) sub[r] = add2(hl[r - 1], sub[r]);
+            for (int r = 1; r < R; ++r) dg[r] = hl[r - 1];
+            fup = add2(fup, ngo2);  // F + go
 #pragma unroll
-        for (int r = 0; r < R; ++r) {
-            const unsigned h = LOCAL ? __vimax3_s16x2_relu(sub[r], el[r], fup)
-                                     : __vimax3_s16x2(sub[r], el[r], fup);
-            const unsigned hg = add2(h, go2);
-            el[r] = __viaddmax_s16x2(el[r], ge2, hg);
-            fup = __viaddmax_s16x2(fup, ge2, hg);
-            hl[r] = h;
+            for (int r = 0; r < R; ++r)
+                hl[r] = row_step<LOCAL, true>(dg[r], sub[r], el[r], fup, go2, ge2);
+            fup = add2(fup, go2);
+        } else {
+            sub[0] = add2(diag, sub[0]);
+#pragma unroll
+            for (int r = 1; r < R; ++r) sub[r] = add2(hl[r - 1], sub[r]);
+#pragma unroll
+            for (int r = 0; r < R; ++r) {
+                const unsigned h = LOCAL ? __vimax3_s16x2_relu(sub[r], el[r], fup)
+                                         : __vimax3_s16x2(sub[r], el[r], fup);
+                const unsigned hg = add2(h, go2);
+                el[r] = __viaddmax_s16x2(el[r], ge2, hg);
+                fup = __viaddmax_s16x2(fup, ge2, hg);
+                hl[r] = h;
+            }
         }
         if (LOCAL) {
 #pragma unroll
@@ -130,6 +172,102 @@ VARIANT(local32_couples, 32, true, true, 2, 1, 0)
 VARIANT(global32_couples, 32, false, true, 2, 1, 0)
 VARIANT(local32_couples_pad, 32, true, true, 2, 2, 4)
 VARIANT(local16_couples_b4, 16, true, true, 4, 1, 0)
+VARIANT(local32_shfl_f2, 32, true, true, 2, 0, 0, true)
+VARIANT(global32_shfl_f2, 32, false, true, 2, 0, 0, true)
+VARIANT(local32_couples_f2, 32, true, true, 2, 1, 0, true)
+VARIANT(global32_couples_f2, 32, false, true, 2, 1, 0, true)
+// Skewed halves (SKEW): a lane's top R / 2 rows step at column j while its
+// bottom R / 2 rows step at column j - 1, so that a step holds two F chains
+// of R / 2 rows that do not wait on each other (one chain of R rows, 3
+// dependent operations a row, in the packed kernel). What crosses between
+// the halves waits a step in a register: H of row R / 2 - 1 a column back
+// (the bottom's diagonal term) and the F that leaves the top half.
+template <int R, bool LOCAL, int MINB, bool F2 = false>
+__device__ __forceinline__ void run_skew(const uint4* __restrict__ prof_g, int steps,
+                                         unsigned* __restrict__ out, long long* __restrict__ clk) {
+    extern __shared__ uint4 prof[];
+    constexpr int ENTRY = R / 4, T = R / 2;
+    const unsigned ngo2 = 0x000b000bu;
+    for (int i = threadIdx.x; i < 32 * ENTRY; i += blockDim.x) prof[i] = prof_g[i % (8 * R)];
+    __syncthreads();
+    const long long c0 = clock64();
+    const unsigned long long t0 = gtimer();
+    const int lane = threadIdx.x & 31;
+    const unsigned go2 = 0xfff5fff5u, ge2 = 0xffffffffu;
+    unsigned hl[R], el[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) { hl[r] = 0; el[r] = go2; }
+    unsigned fup = go2, hup = 0, diag = 0, cmax = 0, dmid = 0, fmid = go2, fbot = go2;
+    for (int j = 0; j < steps; ++j) {
+        const uint4* p = prof + (j & 31) * ENTRY;        // the top half's column
+        const uint4* pb = prof + ((j - 1) & 31) * ENTRY;  // the bottom's, a column back
+        unsigned sub[R];
+#pragma unroll
+        for (int k = 0; k < R / 4; ++k) {
+            const uint4 v = (k < R / 8 ? p : pb)[k];
+            sub[4 * k] = v.x; sub[4 * k + 1] = v.y; sub[4 * k + 2] = v.z; sub[4 * k + 3] = v.w;
+        }
+        unsigned dg[R];
+        dg[0] = diag;
+        dg[T] = dmid;
+#pragma unroll
+        for (int r = 1; r < R; ++r) if (r != T) dg[r] = hl[r - 1];
+        if constexpr (!F2) {
+#pragma unroll
+            for (int r = 0; r < R; ++r) sub[r] = add2(dg[r], sub[r]);
+        }
+        dmid = hl[T - 1];
+        fbot = fmid;
+        if (F2) { fup = add2(fup, ngo2); fbot = add2(fbot, ngo2); }
+#pragma unroll
+        for (int r = 0; r < T; ++r) {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int k = r + h * T;
+                if constexpr (F2) {
+                    hl[k] = row_step<LOCAL, true>(dg[k], sub[k], el[k], h ? fbot : fup, go2,
+                                                  ge2);
+                } else {  // as run's: the diagonal terms added first
+                    unsigned& f = h ? fbot : fup;
+                    const unsigned hv = LOCAL ? __vimax3_s16x2_relu(sub[k], el[k], f)
+                                              : __vimax3_s16x2(sub[k], el[k], f);
+                    const unsigned hg = add2(hv, go2);
+                    el[k] = __viaddmax_s16x2(el[k], ge2, hg);
+                    f = __viaddmax_s16x2(f, ge2, hg);
+                    hl[k] = hv;
+                }
+            }
+        }
+        if (F2) { fup = add2(fup, go2); fbot = add2(fbot, go2); }
+        fmid = fup;
+        if (LOCAL) {
+#pragma unroll
+            for (int r = 0; r < R; r += 2) cmax = __vimax3_s16x2(cmax, hl[r], hl[r + 1]);
+        }
+        diag = hup;
+        hup = __shfl_up_sync(0xffffffffu, hl[R - 1], 1, 4);
+        fup = __shfl_up_sync(0xffffffffu, fbot, 1, 4);
+        if ((lane & 3) == 0) { hup = 0; fup = go2; }
+    }
+    unsigned x = cmax ^ fup ^ fmid ^ dmid;
+#pragma unroll
+    for (int r = 0; r < R; ++r) x ^= hl[r] ^ el[r];
+    out[blockIdx.x * blockDim.x + threadIdx.x] = x;
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        clk[0] = clock64() - c0;
+        clk[1] = (long long)(gtimer() - t0);
+    }
+}
+#define VARIANT_SKEW(NAME, R, LOCAL, MINB, ...)                                        \
+extern "C" __global__ void __launch_bounds__(256, MINB)                                \
+NAME(const uint4* p, int steps, unsigned* out, long long* clk) {                        \
+    run_skew<R, LOCAL, MINB, ##__VA_ARGS__>(p, steps, out, clk);                         \
+}
+VARIANT_SKEW(local32_skew_b2, 32, true, 2)
+VARIANT_SKEW(global32_skew_b2, 32, false, 2)
+VARIANT_SKEW(local16_skew_b4, 16, true, 4)
+VARIANT_SKEW(local32_skew_f2, 32, true, 2, true)
+VARIANT_SKEW(global32_skew_f2, 32, false, 2, true)
 // With traceback, as Stripe2::column's want_tb branch: each cell's four bits
 // as signs of packed differences, gathered into bit planes by a PRMT and a
 // LOP3 per two comparisons, and each pair's R / 8 words a column stored to
@@ -210,6 +348,11 @@ VARIANTS = {
     "local8_shfl_b8": (8, True, 8), "global8_shfl_b8": (8, False, 8),
     "local32_couples": (32, True, 2), "global32_couples": (32, False, 2),
     "local32_couples_pad": (32, True, 2), "local16_couples_b4": (16, True, 4),
+    "local32_skew_b2": (32, True, 2), "global32_skew_b2": (32, False, 2),
+    "local16_skew_b4": (16, True, 4),
+    "local32_shfl_f2": (32, True, 2), "global32_shfl_f2": (32, False, 2),
+    "local32_couples_f2": (32, True, 2), "global32_couples_f2": (32, False, 2),
+    "local32_skew_f2": (32, True, 2), "global32_skew_f2": (32, False, 2),
 }
 
 
