@@ -567,22 +567,6 @@ struct Stripe2 {
         }
     }
 
-    // The bottom half's rows back at column 0 (SKEW, global: fill_band's
-    // step at a lane's column 1 stepped them through a column 0 of no
-    // scores), from dmid, H of the row above them in column 0, a gap
-    // extension a row (from the registers the loop holds anyway: worked out
-    // from i0, go and ge, the kernel spilled more)
-    __device__ __forceinline__ void restart_bottom(unsigned dmid, unsigned go2, unsigned ge2) {
-        static_assert(mode == GLOBAL, "the boundary of global mode");
-        unsigned h = dmid;
-#pragma unroll
-        for (int r = R / 2; r < R; ++r) {
-            h = add2(h, ge2);
-            hl[r] = h;
-            el[r] = add2(h, go2);
-        }
-    }
-
     // H of row i0 (the one above the stripe) in column 0: the diagonal term
     // of the stripe's first cell of column 1
     __device__ __forceinline__ static unsigned corner(int i0, int go, int ge) {
@@ -655,44 +639,6 @@ struct Stripe2 {
                 w1[k] = __byte_perm(p[k], q[k], 0x7632);
             }
         }
-    }
-
-    // Score-only, skewed (SKEW, fill_band): the stripe's top R / 2 rows at
-    // column j and its bottom R / 2 at column j - 1, as two F chains of R / 2
-    // rows that do not wait on each other (one chain of R rows, three
-    // dependent operations a row, in column). What crosses between the halves
-    // waits a step: dmid, H of row R / 2 - 1 a column before the bottom's
-    // column (the bottom's diagonal term), and fmid, the F that left the top
-    // half (the bottom's F from above). hup and fup leave as the bottom's.
-    __device__ __forceinline__ void column_skew(unsigned (&sub)[R], unsigned diag,
-                                                unsigned& dmid, unsigned& fmid, unsigned& hup,
-                                                unsigned& fup, unsigned go2, unsigned ge2) {
-        static_assert(!want_tb, "score-only");
-        constexpr int T = R / 2;
-        sub[0] = add2(diag, sub[0]);
-        sub[T] = add2(dmid, sub[T]);
-#pragma unroll
-        for (int r = 1; r < R; ++r)
-            if (r != T) sub[r] = add2(hl[r - 1], sub[r]);
-        dmid = hl[T - 1];
-        unsigned fb = fmid;
-#pragma unroll
-        for (int r = 0; r < T; ++r) {
-#pragma unroll
-            for (int b = 0; b < 2; ++b) {
-                const int k = r + b * T;
-                unsigned& f = b ? fb : fup;
-                const unsigned h = (mode == LOCAL) ? __vimax3_s16x2_relu(sub[k], el[k], f)
-                                                   : __vimax3_s16x2(sub[k], el[k], f);
-                const unsigned hg = add2(h, go2);
-                el[k] = __viaddmax_s16x2(el[k], ge2, hg);
-                f = __viaddmax_s16x2(f, ge2, hg);
-                hl[k] = h;
-            }
-        }
-        fmid = fup;
-        fup = fb;
-        hup = hl[R - 1];
     }
 
     // H of the stripe's row r (0 <= r < R), both halves, by masks: a chain of
@@ -902,38 +848,6 @@ struct TargetCouple {
                                           int (&bj)[2]) const {
         st.track(i0, j, n, m0, m1, floor, best, bi, bj);
     }
-    // SKEW: the top half's rows from column col, the bottom's from colb
-    __device__ __forceinline__ void load_skew(const char* plane, unsigned col, unsigned colb,
-                                              unsigned (&sub)[R]) const {
-        static_assert(R == 32, "skewed halves: 32 rows a lane");
-        const uint4 t0 = reinterpret_cast<const Word*>(plane + (col & 0xffffu))->lo;
-        const uint4 t1 = reinterpret_cast<const Word*>(plane + (col >> 16))->lo;
-        const uint4 b0 = reinterpret_cast<const Word*>(plane + (colb & 0xffffu))->hi;
-        const uint4 b1 = reinterpret_cast<const Word*>(plane + (colb >> 16))->hi;
-#pragma unroll
-        for (int r = 0; r < R; ++r) {
-            const unsigned k = r % 4;
-            const unsigned sel = k | ((k | 8u) << 4) | ((4u + k) << 8) | ((12u + k) << 12);
-            asm("prmt.b32 %0, %1, %2, %3;" : "=r"(sub[r])
-                : "r"(word_at(r < 16 ? t0 : b0, r / 4 % 4)),
-                  "r"(word_at(r < 16 ? t1 : b1, r / 4 % 4)), "r"(sel));
-        }
-    }
-    // SKEW, global: each pair's end cell (n, m_k), in the top half at column
-    // j or the bottom half at j - 1
-    __device__ __forceinline__ void track_skew(const Stripe2<mode, want_tb, R>& st, int i0,
-                                               int j, int (&best)[2], int (&bi)[2],
-                                               int (&bj)[2]) const {
-        static_assert(mode == GLOBAL, "skewed halves: global only");
-        const int r = n - 1 - i0;
-        if (r < 0 || r >= R) return;
-        const int jr = r < R / 2 ? j : j - 1;
-#pragma unroll
-        for (int k = 0; k < 2; ++k) {
-            const int mk = k ? m1 : m0;
-            if (jr == mk) { best[k] = half(st.row(r), k); bi[k] = n; bj[k] = mk; }
-        }
-    }
 };
 
 // Query couples (local and global; semiglobal score-only, each query with its
@@ -1038,29 +952,6 @@ struct QueryCouple {
                                           int (&bj)[2]) const {
         st.track_query(i0, j, n0, n1, pad_of(n0), pad_of(n1), m0, floor, best, bi, bj);
     }
-    // SKEW (see TargetCouple)
-    __device__ __forceinline__ void load_skew(const char* plane, unsigned col, unsigned colb,
-                                              unsigned (&sub)[R]) const {
-        const uint4* pw = reinterpret_cast<const uint4*>(plane + col);
-        const uint4* pb = reinterpret_cast<const uint4*>(plane + colb);
-#pragma unroll
-        for (int q = 0; q < R / 4; ++q) {
-            const uint4 v = (q < R / 8 ? pw : pb)[q * G];
-            sub[4 * q] = v.x; sub[4 * q + 1] = v.y; sub[4 * q + 2] = v.z; sub[4 * q + 3] = v.w;
-        }
-    }
-    __device__ __forceinline__ void track_skew(const Stripe2<mode, want_tb, R>& st, int i0,
-                                               int j, int (&best)[2], int (&bi)[2],
-                                               int (&bj)[2]) const {
-        static_assert(mode == GLOBAL, "skewed halves: global only");
-#pragma unroll
-        for (int k = 0; k < 2; ++k) {
-            const int r = (k ? n1 : n0) - 1 - i0;
-            if (r >= 0 && r < R && (r < R / 2 ? j : j - 1) == m0) {
-                best[k] = half(st.row(r), k); bi[k] = r + i0 + 1; bj[k] = m0;
-            }
-        }
-    }
 };
 
 // x as it is, through an identity shuffle: ptxas keeps the result in a
@@ -1104,15 +995,6 @@ __device__ __forceinline__ void store_words(unsigned* at, const unsigned (&w)[S]
 // m + G - 1 steps of G words, then floor(m / CKPT_COLS) checkpoints of G
 // lanes' R words, within the (R / 8) (m + G - 1) G words of a band of R-row
 // stripes (a short last band of 8-row stripes has a whole band's room).
-// Skewed halves (SKEW_GLOBAL, gpu_backend.SKEWED_HALVES): global score-only at
-// 32 rows a lane, each lane steps its top 16 rows at column j and its bottom
-// 16 at column j - 1 (Stripe2::column_skew): two F chains a step that do not
-// wait on each other. A lane runs a step behind itself, two behind the lane
-// above: a band takes m + 2 (G - 1) + 1 steps instead of m + G - 1.
-#ifndef SKEW_GLOBAL
-#define SKEW_GLOBAL 0
-#endif
-
 #ifndef CKPT  // bit k: mode k's fills are checkpointed (GLOBAL 0, SEMIGLOBAL 1, LOCAL 2)
 #define CKPT 0
 #endif
@@ -1264,13 +1146,8 @@ __device__ __forceinline__ void fill_band(
     unsigned cols = 0, col = 0, later = 0;
     if constexpr (ahead) cols = c.residues(gl + 1);
     if constexpr (two_ahead) later = c.residues(gl + G + 1);
-    // SKEW: a lane's columns j = t - 2 gl + 1 (its bottom half's j - 1), to
-    // m + 1; colb, the bottom half's profile offsets (the top's a step before)
-    constexpr bool skew = SKEW_GLOBAL && mode == GLOBAL && !want_tb && R == 32;
-    unsigned colb = 0, dmid = 0, fmid = 0;
-    // lanes past the band's end: none
-    const unsigned mine = gl <= last ? (unsigned)(skew ? m + 1 : m) : 0u;
-    const int group_steps = skew ? m + 2 * last + 1 : m + last;
+    const unsigned mine = gl <= last ? (unsigned)m : 0u;  // lanes past the band's end: none
+    const int group_steps = m + last;
     const int steps = G == 32 ? group_steps
                               : (int)__reduce_max_sync(FULL, (unsigned)group_steps);
     constexpr int S = R / 8;  // stripes a lane: words a step
@@ -1300,10 +1177,9 @@ __device__ __forceinline__ void fill_band(
         unsigned hup, fup;
         above.step(top_h, top_f, t, gl, m, out_h, out_f, hup, fup);
         if (!ahead && (t & (G - 1)) == 0) cols = c.offsets_at(t + gl + 1);
-        const unsigned from_left = __shfl_up_sync(FULL, skew ? colb : col, 1, G);
+        const unsigned from_left = __shfl_up_sync(FULL, col, 1, G);
         const unsigned shuffled = __shfl_sync(FULL, cols, t & (G - 1), G);
         const unsigned from_group = ahead ? c.offsets(shuffled) : shuffled;
-        if constexpr (skew) colb = col;
         col = gl == 0 ? from_group : from_left;
         if (ahead && (t & (G - 1)) == G - 1) {
             if constexpr (two_ahead) {
@@ -1313,29 +1189,19 @@ __device__ __forceinline__ void fill_band(
                 cols = c.residues(t + gl + 2);
             }
         }
-        const int j = t - (skew ? 2 * gl : gl) + 1;
-        if ((unsigned)(j - 1) < mine) {
+        const int j = t - gl + 1;
+        if ((unsigned)(t - gl) < mine) {
             const unsigned d0 = diag;
             diag = hup;
             unsigned sub[R];
+            c.load(plane, col, sub);
             unsigned w0[R / 8], w1[R / 8];
             const unsigned in_h = hup, in_f = fup;
-            if constexpr (skew) {
-                c.load_skew(plane, col, colb, sub);
-                st.column_skew(sub, d0, dmid, fmid, hup, fup, go2, ge2);
-                if (j == 1) st.restart_bottom(dmid, go2, ge2);
-                c.track_skew(st, i0, j, best, bi, bj);
-            } else {
-                c.load(plane, col, sub);
-                st.template column<want_tb && !ckpt>(sub, d0, hup, fup, go2, ge2, w0, w1);
-                c.track(st, i0, j, fl, best, bi, bj);
-            }
+            st.template column<want_tb && !ckpt>(sub, d0, hup, fup, go2, ge2, w0, w1);
+            c.track(st, i0, j, fl, best, bi, bj);
             out_h = hup;
             out_f = fup;
-            if ((gl == G - 1 || i0 >= tail) && (!skew || j > 1)) {
-                top_h[j - skew] = hup;
-                top_f[j - skew] = fup;
-            }
+            if (gl == G - 1 || i0 >= tail) { top_h[j] = hup; top_f[j] = fup; }
 #ifdef FILL_NO_STORES  // benchmarks only: the fill's words made, not stored
             if constexpr (want_tb && !ckpt) {
 #pragma unroll

@@ -314,13 +314,6 @@ CHECKPOINT_COLUMNS = 32
 #: best of two, results equal: 5.103 s end to end with 1, 4.709 with 2, 4.561
 #: with 4 (GPU busy 4.733, 4.377, 4.232 s). benchmarks/NOTES.md, v41.
 CHECKPOINT_STEP_CHUNK = 4
-#: Global score-only at 32 rows a lane in skewed halves (align.cu's SKEW_GLOBAL):
-#: each lane steps its top 16 rows a column ahead of its bottom 16, two F
-#: chains a step that do not wait on each other. The bare recurrence
-#: (benchmarks/recurrence_ceiling.py, H100): global 7,697 to 8,473 GCUPS,
-#: local 7,300 to 7,440. Off until measured in the kernels
-#: (benchmarks/NOTES.md, v42).
-SKEWED_HALVES = False
 #: Threads a block of the checkpointed walk (``walk_ckpt``): each holds the
 #: words of its block of CHECKPOINT_COLUMNS columns in shared memory.
 WALK_CHECKPOINT_THREADS = 128
@@ -521,7 +514,6 @@ def module_defines() -> tuple[str, ...]:
             f"CKPT={sum(1 << code for mode, code in MODES.items() if _checkpointed(mode))}",
             f"CKPT_COLS={CHECKPOINT_COLUMNS}", f"CKPT_CHUNK={_checkpoint_step_chunk()}",
             f"WALK_CKPT_THREADS={_walk_checkpoint_threads()}",
-            f"SKEW_GLOBAL={int(SKEWED_HALVES)}",
             *DEFINES)
 
 
