@@ -355,7 +355,7 @@ __device__ __forceinline__ void fill_thread(
 // lane: the lane in the group.
 template <typename T, int G = 32>
 struct BandTop {
-    T cur_h, cur_f, nxt_h, nxt_f;
+    T cur_h, cur_f, nxt_h, nxt_f, ld_h, ld_f;
 
     template <typename P>
     __device__ __forceinline__ BandTop(const P* top_h, const P* top_f, int lane, int m, T neg)
@@ -364,20 +364,31 @@ struct BandTop {
         if (lane + G + 1 <= m) { nxt_h = top_h[lane + G + 1]; nxt_f = top_f[lane + G + 1]; }
     }
 
-    // H and F of the row above this lane's cell at step t
+    // H and F of the row above this lane's cell at step t. The next G
+    // columns' values are loaded G steps before they are needed and become
+    // nxt only at the step's end (settle): assigned where they were loaded,
+    // ptxas loaded into other registers and moved them into nxt at once,
+    // and the warp waited there for the load every G steps (ncu: long
+    // scoreboard, NOTES.md, v42). Past the row's end (column m) a lane
+    // loads column m again (no step reads it).
     template <typename P>
     __device__ __forceinline__ void step(const P* top_h, const P* top_f, int t, int lane, int m,
                                          T out_h, T out_f, T& hup, T& fup) {
         if (t > 0 && (t & (G - 1)) == 0) {
             cur_h = nxt_h; cur_f = nxt_f;
-            const int k = t + G + 1 + lane;
-            if (k <= m) { nxt_h = top_h[k]; nxt_f = top_f[k]; }
+            const int k = min(t + G + 1 + lane, m);
+            ld_h = top_h[k]; ld_f = top_f[k];
         }
         hup = __shfl_up_sync(FULL, out_h, 1, G);
         fup = __shfl_up_sync(FULL, out_f, 1, G);
         const T th = __shfl_sync(FULL, cur_h, t & (G - 1), G);
         const T tf = __shfl_sync(FULL, cur_f, t & (G - 1), G);
         if (lane == 0) { hup = th; fup = tf; }
+    }
+
+    // the end of step t: what step loaded becomes nxt
+    __device__ __forceinline__ void settle(int t) {
+        if (t > 0 && (t & (G - 1)) == 0) { nxt_h = ld_h; nxt_f = ld_f; }
     }
 };
 
@@ -462,6 +473,7 @@ __device__ __forceinline__ void fill_warp(
                 if (lane == last) { top_h[j] = (SCORE)hup; top_f[j] = (SCORE)fup; }
                 if (want_tb) tbp[(tb_band + t) * 32 + lane] = word;
             }
+            above.settle(t);
         }
     }
 }
@@ -1236,6 +1248,7 @@ __device__ __forceinline__ void fill_band(
             }
         }
 #endif
+        above.settle(t);
     }
 #ifndef FILL_NO_STORES
     if constexpr (ckpt && C > 1) {  // the band's last chunk, if short (word0: past the last step)
