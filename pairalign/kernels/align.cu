@@ -353,7 +353,7 @@ __device__ __forceinline__ void fill_thread(
 // next G loaded ahead); every other lane the last row of its neighbour's
 // stripe, one step old, through a shuffle. T: int, or two 16-bit halves;
 // lane: the lane in the group.
-template <typename T, int G = 32>
+template <typename T, int G = 32, bool late = false>
 struct BandTop {
     T cur_h, cur_f, nxt_h, nxt_f, ld_h, ld_f;
 
@@ -365,19 +365,26 @@ struct BandTop {
     }
 
     // H and F of the row above this lane's cell at step t. The next G
-    // columns' values are loaded G steps before they are needed and become
-    // nxt only at the step's end (settle): assigned where they were loaded,
-    // ptxas loaded into other registers and moved them into nxt at once,
-    // and the warp waited there for the load every G steps (ncu: long
-    // scoreboard, NOTES.md, v42). Past the row's end (column m) a lane
-    // loads column m again (no step reads it).
+    // columns' values are loaded G steps before they are needed. late: they
+    // become nxt only at the step's end (settle), a lane past the row's end
+    // (column m) loading column m again (no step reads it); assigned where
+    // they were loaded, ptxas loaded into other registers and moved them
+    // into nxt at once, and the warp waited there for the load every G
+    // steps (ncu: long scoreboard). Late, score-only local and global ran
+    // 2.2% and 1.1% faster at 1e13 cells and semiglobal 11% slower (its
+    // spills; NOTES.md, v42): fill_band asks for it by mode.
     template <typename P>
     __device__ __forceinline__ void step(const P* top_h, const P* top_f, int t, int lane, int m,
                                          T out_h, T out_f, T& hup, T& fup) {
         if (t > 0 && (t & (G - 1)) == 0) {
             cur_h = nxt_h; cur_f = nxt_f;
-            const int k = min(t + G + 1 + lane, m);
-            ld_h = top_h[k]; ld_f = top_f[k];
+            if constexpr (late) {
+                const int k = min(t + G + 1 + lane, m);
+                ld_h = top_h[k]; ld_f = top_f[k];
+            } else {
+                const int k = t + G + 1 + lane;
+                if (k <= m) { nxt_h = top_h[k]; nxt_f = top_f[k]; }
+            }
         }
         hup = __shfl_up_sync(FULL, out_h, 1, G);
         fup = __shfl_up_sync(FULL, out_f, 1, G);
@@ -386,9 +393,11 @@ struct BandTop {
         if (lane == 0) { hup = th; fup = tf; }
     }
 
-    // the end of step t: what step loaded becomes nxt
+    // the end of step t: what step loaded becomes nxt (late)
     __device__ __forceinline__ void settle(int t) {
-        if (t > 0 && (t & (G - 1)) == 0) { nxt_h = ld_h; nxt_f = ld_f; }
+        if constexpr (late) {
+            if (t > 0 && (t & (G - 1)) == 0) { nxt_h = ld_h; nxt_f = ld_f; }
+        }
     }
 };
 
@@ -473,7 +482,6 @@ __device__ __forceinline__ void fill_warp(
                 if (lane == last) { top_h[j] = (SCORE)hup; top_f[j] = (SCORE)fup; }
                 if (want_tb) tbp[(tb_band + t) * 32 + lane] = word;
             }
-            above.settle(t);
         }
     }
 }
@@ -1132,7 +1140,8 @@ __device__ __forceinline__ void fill_band(
     __syncwarp();
     unsigned diag = st.corner(i0, go, ge);
     unsigned out_h = 0, out_f = pack2(NEG16);
-    BandTop<unsigned, G> above(top_h, top_f, gl, m, pack2(NEG16));
+    BandTop<unsigned, G, !want_tb && mode != SEMIGLOBAL> above(top_h, top_f, gl, m,
+                                                               pack2(NEG16));
     // Column j's profile entries, as byte offsets from this lane's word of
     // entry 0, travel like H and F: lane 0 takes them G columns at a time
     // from the whole group, every other lane from its neighbour one step
