@@ -718,3 +718,47 @@ def test_checkpointed_traceback(data_dir, monkeypatch, case):
     for mode in modes:
         cpu, gpu = both(seqs, mode=mode, traceback=True, **kw)
         assert_same(cpu, gpu)
+
+
+@pytest.mark.parametrize("case", ["band ends, groups of 4", "band ends, groups of 8",
+                                  "target couples", "proteome", "random", "16-bit limit",
+                                  "genes"])
+def test_shifted_f(data_dir, monkeypatch, case):
+    """SHIFTED_F: the score-only fills carry F + go down a lane's rows: the
+    CPU's scores and end cells in every mode, with queries ending around the
+    stripes and the short last band (query couples and target couples), on
+    the proteome's longest proteins, random lengths from 1 with other
+    matrices and gaps, scores near the 16-bit bound, and DNA."""
+    monkeypatch.setattr(gpu_backend, "SHIFTED_F", True)
+    kw: dict = {}
+    if case.startswith("band ends") or case == "target couples":
+        group = 8 if case.endswith("8") else 4
+        pack_every_pair(monkeypatch, 32, group, 16, 8)
+        couples = () if case == "target couples" else ("local", "global", "semiglobal")
+        monkeypatch.setattr(gpu_backend, "QUERY_COUPLE_MODES", couples)
+        ends = (1, 8 * group - 1, 8 * group, 8 * group + 1, 16 * group, 16 * group + 1,
+                32 * group - 1, 32 * group)
+        seqs = band_end_sequences(32 * group, ends)
+    elif case == "proteome":
+        recs = pairalign.read_sequences(data_dir / "proteome_HG003687.faa")
+        order = np.argsort(-recs.lengths)
+        pick = np.unique(np.concatenate([order[:4], np.random.default_rng(7).choice(
+            len(recs), 150, replace=False)]))
+        seqs = [recs.sequences[k] for k in pick]
+    elif case == "random":
+        rng = np.random.default_rng(23)
+        letters = np.array(list("ACDEFGHIKLMNPQRSTVWYX"))
+        lengths = np.concatenate([[1, 2, 3, 16, 17, 1500], rng.integers(1, 600, 31)])
+        base = "".join(rng.choice(letters, 1500))
+        seqs = [base[:n] if k % 3 == 0 else "".join(rng.choice(letters, n))
+                for k, n in enumerate(lengths)]
+        kw = dict(matrix="BLOSUM45", gap_open=15, gap_extend=2, window=16)
+    elif case == "16-bit limit":
+        monkeypatch.setattr(gpu_backend, "WIDE_STEPS_SCORE_ONLY", 0)
+        seqs = ["W" * 1150, "W" * 1150, "W" * 575 + "C" * 575, "C" * 1100, "W" * 700,
+                "CW" * 300]
+    else:
+        seqs = pairalign.read_sequences(data_dir / "genes_CP040672.fna").sequences[:40]
+    for mode in ("global", "semiglobal", "local"):
+        cpu, gpu = both(seqs, mode=mode, traceback=False, **kw)
+        assert_same(cpu, gpu)
