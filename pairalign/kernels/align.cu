@@ -564,13 +564,6 @@ __device__ __forceinline__ unsigned in_plane(unsigned acc, unsigned s, int k, bo
 #define TB_TOP_PAD 0
 #endif
 
-// Score-only, F carried down a lane's rows as F + go (Stripe2::column): its
-// chain two dependent operations a row instead of three, at one maximum
-// more a row on the ALU pipe (benchmarks/recurrence_ceiling.py's *_f2)
-#ifndef F_SHIFTED
-#define F_SHIFTED 0
-#endif
-
 // R rows a lane: 8, 16 or 32 (with traceback a 32-bit word a column per 8 rows).
 template <int mode, bool want_tb, int R>
 struct Stripe2 {
@@ -636,25 +629,6 @@ struct Stripe2 {
                                            unsigned& hup, unsigned& fup, unsigned go2,
                                            unsigned ge2, unsigned (&w0)[R / 8],
                                            unsigned (&w1)[R / 8]) {
-        if constexpr (!want_tb && F_SHIFTED) {
-            // F + go down the rows (see F_SHIFTED): x = max(D, E) off the
-            // chain, then H = max(x, f - go) and f' = max(f - ge, H)
-            sub[0] = __viaddmax_s16x2(diag, sub[0], el[0]);
-#pragma unroll
-            for (int r = 1; r < R; ++r) sub[r] = __viaddmax_s16x2(hl[r - 1], sub[r], el[r]);
-            unsigned f = __vsub2(fup, go2);  // F + go
-#pragma unroll
-            for (int r = 0; r < R; ++r) {
-                const unsigned h = (mode == LOCAL) ? __viaddmax_s16x2_relu(f, go2, sub[r])
-                                                   : __viaddmax_s16x2(f, go2, sub[r]);
-                f = __viaddmax_s16x2(f, ge2, h);
-                el[r] = __viaddmax_s16x2(el[r], ge2, add2(h, go2));
-                hl[r] = h;
-                hup = h;
-            }
-            fup = add2(f, go2);
-            return;
-        }
         sub[0] = add2(diag, sub[0]);
 #pragma unroll
         for (int r = 1; r < R; ++r) sub[r] = add2(hl[r - 1], sub[r]);

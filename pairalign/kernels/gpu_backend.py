@@ -314,10 +314,6 @@ CHECKPOINT_COLUMNS = 32
 #: best of two, results equal: 5.103 s end to end with 1, 4.709 with 2, 4.561
 #: with 4 (GPU busy 4.733, 4.377, 4.232 s). benchmarks/NOTES.md, v41.
 CHECKPOINT_STEP_CHUNK = 4
-#: Score-only fills carry F down a lane's rows as F + go (align.cu's
-#: F_SHIFTED): F's chain two dependent operations a row instead of three, at
-#: one maximum more a row on the ALU pipe (benchmarks/NOTES.md, v42).
-SHIFTED_F = False
 #: Threads a block of the checkpointed walk (``walk_ckpt``): each holds the
 #: words of its block of CHECKPOINT_COLUMNS columns in shared memory.
 WALK_CHECKPOINT_THREADS = 128
@@ -518,7 +514,6 @@ def module_defines() -> tuple[str, ...]:
             f"CKPT={sum(1 << code for mode, code in MODES.items() if _checkpointed(mode))}",
             f"CKPT_COLS={CHECKPOINT_COLUMNS}", f"CKPT_CHUNK={_checkpoint_step_chunk()}",
             f"WALK_CKPT_THREADS={_walk_checkpoint_threads()}",
-            f"F_SHIFTED={int(SHIFTED_F)}",
             *DEFINES)
 
 
