@@ -56,6 +56,41 @@ __device__ __forceinline__ unsigned long long gtimer() {
 }
 
 
+// The thread's state folded into out, so that nothing folds away, and
+// block 0's clocks
+template <int R>
+__device__ __forceinline__ void finish(const unsigned (&hl)[R], const unsigned (&el)[R],
+                                       unsigned x, unsigned* __restrict__ out,
+                                       long long* __restrict__ clk, long long c0,
+                                       unsigned long long t0) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) x ^= hl[r] ^ el[r];
+    out[blockIdx.x * blockDim.x + threadIdx.x] = x;
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        clk[0] = clock64() - c0;
+        clk[1] = (long long)(gtimer() - t0);
+    }
+}
+
+// A variant's kernel: NAME runs the templated runner given after MINB
+#define KERNEL(NAME, MINB, ...)                                                        \
+extern "C" __global__ void __launch_bounds__(256, MINB)                                \
+NAME(const uint4* p, int steps, unsigned* out, long long* clk) {                        \
+    __VA_ARGS__(p, steps, out, clk);                                                     \
+}
+
+// One row as Stripe2::column's score-only step: H = max3(D, E, F) from D
+// (the diagonal term already added), then the next E and F from H - go.
+template <bool LOCAL>
+__device__ __forceinline__ unsigned row_plain(unsigned d, unsigned& e, unsigned& f,
+                                              unsigned go2, unsigned ge2) {
+    const unsigned h = LOCAL ? __vimax3_s16x2_relu(d, e, f) : __vimax3_s16x2(d, e, f);
+    const unsigned hg = add2(h, go2);
+    e = __viaddmax_s16x2(e, ge2, hg);
+    f = __viaddmax_s16x2(f, ge2, hg);
+    return h;
+}
+
 // One row of the score-only recurrence. F2 = false: as Stripe2::column,
 // H = max3(D, E, F) from D = diag + s, then H - go, the next E and F; F's
 // chain down a lane's rows is three dependent operations a row. F2 = true:
@@ -121,14 +156,7 @@ __device__ __forceinline__ void run(const uint4* __restrict__ prof_g, int steps,
 #pragma unroll
             for (int r = 1; r < R; ++r) sub[r] = add2(hl[r - 1], sub[r]);
 #pragma unroll
-            for (int r = 0; r < R; ++r) {
-                const unsigned h = LOCAL ? __vimax3_s16x2_relu(sub[r], el[r], fup)
-                                         : __vimax3_s16x2(sub[r], el[r], fup);
-                const unsigned hg = add2(h, go2);
-                el[r] = __viaddmax_s16x2(el[r], ge2, hg);
-                fup = __viaddmax_s16x2(fup, ge2, hg);
-                hl[r] = h;
-            }
+            for (int r = 0; r < R; ++r) hl[r] = row_plain<LOCAL>(sub[r], el[r], fup, go2, ge2);
         }
         if (LOCAL) {
 #pragma unroll
@@ -143,21 +171,11 @@ __device__ __forceinline__ void run(const uint4* __restrict__ prof_g, int steps,
             hup = hl[R - 1] & 0x00ff00ffu;  // keeps the own-fed scores bounded
         }
     }
-    unsigned x = cmax ^ fup;
-#pragma unroll
-    for (int r = 0; r < R; ++r) x ^= hl[r] ^ el[r];
-    out[blockIdx.x * blockDim.x + threadIdx.x] = x;
-    if (blockIdx.x == 0 && threadIdx.x == 0) {
-        clk[0] = clock64() - c0;
-        clk[1] = (long long)(gtimer() - t0);
-    }
+    finish<R>(hl, el, cmax ^ fup, out, clk, c0, t0);
 }
 
-#define VARIANT(NAME, R, LOCAL, SHFL, MINB, ...)                                       \
-extern "C" __global__ void __launch_bounds__(256, MINB)                                \
-NAME(const uint4* p, int steps, unsigned* out, long long* clk) {                        \
-    run<R, LOCAL, SHFL, MINB, ##__VA_ARGS__>(p, steps, out, clk);                        \
-}
+#define VARIANT(NAME, R, LOCAL, SHFL, MINB, ...) \
+    KERNEL(NAME, MINB, run<R, LOCAL, SHFL, MINB, ##__VA_ARGS__>)
 VARIANT(local32_shfl_b2, 32, true, true, 2)
 VARIANT(global32_shfl_b2, 32, false, true, 2)
 VARIANT(local32_own_b2, 32, true, false, 2)
@@ -228,13 +246,7 @@ __device__ __forceinline__ void run_skew(const uint4* __restrict__ prof_g, int s
                     hl[k] = row_step<LOCAL, true>(dg[k], sub[k], el[k], h ? fbot : fup, go2,
                                                   ge2);
                 } else {  // as run's: the diagonal terms added first
-                    unsigned& f = h ? fbot : fup;
-                    const unsigned hv = LOCAL ? __vimax3_s16x2_relu(sub[k], el[k], f)
-                                              : __vimax3_s16x2(sub[k], el[k], f);
-                    const unsigned hg = add2(hv, go2);
-                    el[k] = __viaddmax_s16x2(el[k], ge2, hg);
-                    f = __viaddmax_s16x2(f, ge2, hg);
-                    hl[k] = hv;
+                    hl[k] = row_plain<LOCAL>(sub[k], el[k], h ? fbot : fup, go2, ge2);
                 }
             }
         }
@@ -249,20 +261,10 @@ __device__ __forceinline__ void run_skew(const uint4* __restrict__ prof_g, int s
         fup = __shfl_up_sync(0xffffffffu, fbot, 1, 4);
         if ((lane & 3) == 0) { hup = 0; fup = go2; }
     }
-    unsigned x = cmax ^ fup ^ fmid ^ dmid;
-#pragma unroll
-    for (int r = 0; r < R; ++r) x ^= hl[r] ^ el[r];
-    out[blockIdx.x * blockDim.x + threadIdx.x] = x;
-    if (blockIdx.x == 0 && threadIdx.x == 0) {
-        clk[0] = clock64() - c0;
-        clk[1] = (long long)(gtimer() - t0);
-    }
+    finish<R>(hl, el, cmax ^ fup ^ fmid ^ dmid, out, clk, c0, t0);
 }
-#define VARIANT_SKEW(NAME, R, LOCAL, MINB, ...)                                        \
-extern "C" __global__ void __launch_bounds__(256, MINB)                                \
-NAME(const uint4* p, int steps, unsigned* out, long long* clk) {                        \
-    run_skew<R, LOCAL, MINB, ##__VA_ARGS__>(p, steps, out, clk);                         \
-}
+#define VARIANT_SKEW(NAME, R, LOCAL, MINB, ...) \
+    KERNEL(NAME, MINB, run_skew<R, LOCAL, MINB, ##__VA_ARGS__>)
 VARIANT_SKEW(local32_skew_b2, 32, true, 2)
 VARIANT_SKEW(global32_skew_b2, 32, false, 2)
 VARIANT_SKEW(local16_skew_b4, 16, true, 4)
