@@ -91,17 +91,14 @@ __device__ __forceinline__ unsigned row_plain(unsigned d, unsigned& e, unsigned&
     return h;
 }
 
-// One row of the score-only recurrence. F2 = false: as Stripe2::column,
-// H = max3(D, E, F) from D = diag + s, then H - go, the next E and F; F's
-// chain down a lane's rows is three dependent operations a row. F2 = true:
-// f carries F + go, so that the chain is two: x = max(diag + s, E) first
-// (off the chain), H = max(f - go, x) (relu in local mode), f' = max(f - ge,
-// H); H - go for the next E only. One DPX more a row on the ALU pipe, one
-// add fewer on the FMA pipe.
-template <bool LOCAL, bool F2>
-__device__ __forceinline__ unsigned row_step(unsigned diag, unsigned s, unsigned& e,
-                                             unsigned& f, unsigned go2, unsigned ge2) {
-    static_assert(F2, "the F2 form only (the other is written out where it runs)");
+// One row with f carrying F + go (the F2 variants): row_plain's F chain
+// down a lane's rows is three dependent operations a row, this one's two:
+// x = max(diag + s, E) first (off the chain), H = max(f - go, x) (relu in
+// local mode), f' = max(f - ge, H); H - go for the next E only. One DPX
+// more a row on the ALU pipe, one add fewer on the FMA pipe.
+template <bool LOCAL>
+__device__ __forceinline__ unsigned row_f2(unsigned diag, unsigned s, unsigned& e,
+                                           unsigned& f, unsigned go2, unsigned ge2) {
     const unsigned x = __viaddmax_s16x2(diag, s, e);
     const unsigned h = LOCAL ? __viaddmax_s16x2_relu(f, go2, x)
                              : __viaddmax_s16x2(f, go2, x);
@@ -149,7 +146,7 @@ __device__ __forceinline__ void run(const uint4* __restrict__ prof_g, int steps,
             fup = add2(fup, ngo2);  // F + go
 #pragma unroll
             for (int r = 0; r < R; ++r)
-                hl[r] = row_step<LOCAL, true>(dg[r], sub[r], el[r], fup, go2, ge2);
+                hl[r] = row_f2<LOCAL>(dg[r], sub[r], el[r], fup, go2, ge2);
             fup = add2(fup, go2);
         } else {
             sub[0] = add2(diag, sub[0]);
@@ -194,7 +191,8 @@ VARIANT(local32_shfl_f2, 32, true, true, 2, 0, 0, true)
 VARIANT(global32_shfl_f2, 32, false, true, 2, 0, 0, true)
 VARIANT(local32_couples_f2, 32, true, true, 2, 1, 0, true)
 VARIANT(global32_couples_f2, 32, false, true, 2, 1, 0, true)
-// Skewed halves (SKEW): a lane's top R / 2 rows step at column j while its
+// Skewed halves (as the packed kernel's SKEW_GLOBAL of be5acf0, reverted:
+// NOTES.md, v42): a lane's top R / 2 rows step at column j while its
 // bottom R / 2 rows step at column j - 1, so that a step holds two F chains
 // of R / 2 rows that do not wait on each other (one chain of R rows, 3
 // dependent operations a row, in the packed kernel). What crosses between
@@ -236,21 +234,20 @@ __device__ __forceinline__ void run_skew(const uint4* __restrict__ prof_g, int s
         }
         dmid = hl[T - 1];
         fbot = fmid;
-        if (F2) { fup = add2(fup, ngo2); fbot = add2(fbot, ngo2); }
+        if constexpr (F2) { fup = add2(fup, ngo2); fbot = add2(fbot, ngo2); }
 #pragma unroll
         for (int r = 0; r < T; ++r) {
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
                 const int k = r + h * T;
                 if constexpr (F2) {
-                    hl[k] = row_step<LOCAL, true>(dg[k], sub[k], el[k], h ? fbot : fup, go2,
-                                                  ge2);
+                    hl[k] = row_f2<LOCAL>(dg[k], sub[k], el[k], h ? fbot : fup, go2, ge2);
                 } else {  // as run's: the diagonal terms added first
                     hl[k] = row_plain<LOCAL>(sub[k], el[k], h ? fbot : fup, go2, ge2);
                 }
             }
         }
-        if (F2) { fup = add2(fup, go2); fbot = add2(fbot, go2); }
+        if constexpr (F2) { fup = add2(fup, go2); fbot = add2(fbot, go2); }
         fmid = fup;
         if (LOCAL) {
 #pragma unroll
