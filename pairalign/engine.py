@@ -340,6 +340,13 @@ _NUMBA = _NumbaGuard()
 #: place,place-all``): 1.34-1.43 s with its share (10 threads) against
 #: 1.45-1.58 s with all 32; one GPU 2.63-2.72 s either way (NOTES.md, v29).
 SHARE_CORES_WITH_WORKERS = True
+#: The same with one worker: half the cores. With traceback its GPU backend
+#: downloads each window's results and copies them out on threads of its
+#: own, while the consumer places the last ones; numba's threads on every
+#: core (spinning between passes) halved that copy's rate. One H200, local
+#: with traceback at 1e13 cells, half of numba's threads: copy-out 1.03-1.22
+#: s to 0.48 s a run (NOTES.md, v43).
+SHARE_CORES_ONE_WORKER = True
 
 
 class _ConsumerThreads:
@@ -355,7 +362,8 @@ class _ConsumerThreads:
     def __init__(self, workers: int) -> None:
         self.workers = workers
         self._saved: tuple[int, int] | None = None  # (thread id, its setting)
-        self._applied = not (SHARE_CORES_WITH_WORKERS and workers > 1)
+        self._applied = not (SHARE_CORES_WITH_WORKERS
+                             and (workers > 1 or SHARE_CORES_ONE_WORKER and workers == 1))
 
     def apply(self, running: bool = True) -> None:
         if not running:
