@@ -34,8 +34,6 @@ tl.TRACED += [
     ("pairalign.engine", "assemble"),
     ("pairalign.engine", "_LocalRun._deliver"),
     ("pairalign.pairs", "Placement._known_columns"),
-    ("pairalign.pairs", "_OperationsReserve.take"),
-    ("pairalign.kernels.batch_ops", "prefix_sums"),
 ]
 
 

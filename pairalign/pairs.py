@@ -12,8 +12,6 @@ from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
-from .host_memory import populate_soon
-
 _COLUMNS = ("query", "target", "score", "query_begin", "query_end", "target_begin",
             "target_end", "identities", "length")
 #: The columns a staged Placement places as rows (batch_ops.place_rows)
@@ -33,13 +31,12 @@ _UNSET = ("query_begin", "target_begin", "identities", "length")
 #: global 8.607 to 8.203 s, the operations' placement after the GPU 1.38 to
 #: 0.81 s; local 5.616 to 5.570 s (benchmarks/NOTES.md, v39).
 RESERVE_OPERATIONS = True
-#: A Placement faults in the pages of the arrays its batches are placed
-#: into (and of its operation offsets) on threads of its own from its
-#: creation, without writing them (:mod:`pairalign.host_memory`): a batch's
-#: pairs are scattered over every page of every column, so the first
-#: batches' stores otherwise fault in nearly all of them, on the consumer's
-#: thread, while the windows' results queue.
-POPULATE_PLACED = True
+#: A Placement faults in the pages of the columns its batches are placed
+#: into on threads of its own from its creation (one a column), joined at
+#: its first batch: a batch's pairs are scattered over every page of every
+#: column, so the first batches' stores otherwise fault in nearly all of
+#: them, on the consumer's thread, while the windows' results queue.
+TOUCH_PLACED = True
 #: The share of the pairs placed before the estimate is taken; the arrays'
 #: room over it; the fewest operations estimated worth it.
 RESERVE_AFTER = 0.1
@@ -100,6 +97,23 @@ class _OperationsReserve:
         if total > len(self.code):
             return None
         return self.code[:total], self.length[:total]
+
+
+def _touch_soon(arrays: list[np.ndarray]) -> list[threading.Thread]:
+    """Threads, started, that write a zero into every page of each of
+    ``arrays`` (one thread an array: numba without a parallel region, so no
+    threading layer to share). Nothing else may write the arrays until they
+    are joined."""
+    from .kernels import batch_ops
+
+    def touch(a: np.ndarray) -> None:
+        batch_ops.touch_pages(a.reshape(-1).view(np.uint8), 0, a.nbytes, _OperationsReserve.PAGE)
+
+    threads = [threading.Thread(target=touch, args=(a,), name="pairalign-touch", daemon=True)
+               for a in arrays if a.nbytes]
+    for thread in threads:
+        thread.start()
+    return threads
 
 
 def staged_row_bytes(traceback: bool) -> int:
@@ -392,11 +406,8 @@ class Placement:
         #: (RESERVE_OPERATIONS)
         self._seen_ops = self._seen_pairs = 0
         self._reserve: _OperationsReserve | None = None
-        #: with traceback, the job's operation offsets to be (summed from the
-        #: counts at :meth:`finish`), their pages faulted in with the columns'
-        self._offsets = np.empty(total + 1, np.int64) if traceback else None
-        if POPULATE_PLACED:
-            populate_soon([*self._placed_arrays(), self._offsets])
+        #: the threads faulting in the placed columns' pages (TOUCH_PLACED)
+        self._touching = _touch_soon(self._placed_arrays()) if TOUCH_PLACED else []
 
     def _placed_arrays(self) -> list[np.ndarray]:
         """The arrays :meth:`add` scatters into."""
@@ -466,6 +477,9 @@ class Placement:
 
         t = time.perf_counter()
         self._known_columns()
+        for thread in self._touching:
+            thread.join()
+        self._touching = []
         device = getattr(batch, "device_ops", None)
         # each pair's rank, kept where its operations are placed at finish
         # (a score-only batch's ranks are not: 8 bytes a pair of fresh memory)
@@ -565,7 +579,7 @@ class Placement:
             return PairBatch(**self.cols,
                              op_offsets=np.zeros(len(self.cols["query"]) + 1, np.int64),
                              op_code=np.zeros(0, np.uint8), op_len=np.zeros(0, np.int32))
-        offsets, self._offsets = self._offsets, None
+        offsets = np.empty(len(self.counts) + 1, np.int64)
         batch_ops.prefix_sums(self.counts, offsets)
         total = int(offsets[-1])
         code = length = None
