@@ -34,6 +34,10 @@ tl.TRACED += [
     ("pairalign.engine", "assemble"),
     ("pairalign.engine", "_LocalRun._deliver"),
     ("pairalign.pairs", "Placement._known_columns"),
+    ("pairalign.pairs", "Placement._finish_columns"),
+    ("pairalign.pairs", "_OperationsReserve.take"),
+    ("pairalign.kernels.batch_ops", "prefix_sums"),
+    ("pairalign.kernels.gpu_backend", "GPUBackend.place_ops"),
 ]
 
 

@@ -398,8 +398,8 @@ class Placement:
         self._known_error: BaseException | None = None
         self.spent = {"known": 0.0, "add": 0.0, "finish": 0.0}
         self.ops: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
-        #: (ranks, DeviceOps) of batches whose operations are on a device
-        self.device_ops: list[tuple[np.ndarray, DeviceOps]] = []
+        #: the DeviceOps of batches whose operations are on a device
+        self.device_ops: list[DeviceOps] = []
         #: the job's pairs
         self.total = total
         #: operations and pairs placed so far, and their arrays made ahead
@@ -481,9 +481,10 @@ class Placement:
             thread.join()
         self._touching = []
         device = getattr(batch, "device_ops", None)
-        # each pair's rank, kept where its operations are placed at finish
-        # (a score-only batch's ranks are not: 8 bytes a pair of fresh memory)
-        keep = device is not None or (self.traceback and len(batch.op_code) > 0)
+        # each pair's rank, kept where the host places its operations at
+        # finish (a score-only batch's ranks are not: 8 bytes a pair of fresh
+        # memory; operations left on a device come with their ranks there)
+        keep = device is None and self.traceback and len(batch.op_code) > 0
         pos = np.empty(len(batch) if keep else 0, np.int64)
         columns = [getattr(batch, k) for k in _COLUMNS]
         if self.rows is not None:
@@ -494,7 +495,7 @@ class Placement:
             batch_ops.place(self.n, self.ncols, self.triangle, self.traceback, *columns,
                             batch.op_offsets, *(c[k] for k in _COLUMNS[2:]), self.counts, pos)
         if device is not None:
-            self.device_ops.append((pos, device))
+            self.device_ops.append(device)
         elif keep:
             self.ops.append((pos, batch.op_offsets, batch.op_code, batch.op_len))
         if self.traceback and RESERVE_OPERATIONS:
@@ -549,7 +550,7 @@ class Placement:
         """The one device backend whose windows left operations there, or None."""
         if not self.device_ops:
             return None
-        owners = {id(ops.owner): ops.owner for _, ops in self.device_ops}
+        owners = {id(ops.owner): ops.owner for ops in self.device_ops}
         if len(owners) > 1:
             raise ValueError("operations left on more than one device backend")
         return next(iter(owners.values()))
@@ -562,7 +563,7 @@ class Placement:
         owner = self._device_owner()
         if owner is None or self.ops or not getattr(owner, "offsets_on_device", False):
             return None
-        total = sum(int(ops.code.size) for _, ops in self.device_ops)
+        total = sum(int(ops.code.size) for ops in self.device_ops)
         if not owner.can_place_ops(total, self.total, offsets_on_device=True):
             return None
         return pool.submit(owner.place_ops, self.device_ops, None, total, self.total,
@@ -597,7 +598,8 @@ class Placement:
                 else:
                     # the device cannot hold the job's operations beside those
                     # left there: theirs come to the host and are scattered there
-                    self.ops += [(pos, *ops.entries_on_host()) for pos, ops in self.device_ops]
+                    self.ops += [(ops.ranks.get(), *ops.entries_on_host())
+                                 for ops in self.device_ops]
             if code is None and out is not None:
                 code, length = out
         if code is None:

@@ -980,9 +980,9 @@ class GPUBackend:
                   npairs: int | None = None, out: tuple | None = None):
         """The operations of every pair of a job in input order, on the host:
         ``(code, length)`` of ``total`` entries, with those of ``entries``
-        (``(ranks, DeviceOps)`` of this backend's windows: the placement's
-        ranks on the host, the same as the ones the DeviceOps hold on the
-        device; ``offsets`` the job's, ``len(pairs) + 1``) in place: placed
+        (the :class:`~pairalign.pairs.DeviceOps` of this backend's windows,
+        each with its pairs' ranks on the device; ``offsets`` the job's,
+        ``len(pairs) + 1``) in place: placed
         on the device (``place_ops``), then downloaded at once. The other
         pairs' entries are left for the caller to fill. With ``offsets``
         None, the ``npairs`` pairs' offsets are summed on the device from the
@@ -1007,8 +1007,8 @@ class GPUBackend:
             self._add("place_upload", time.perf_counter() - t)
             code = cp.empty(total, cp.uint8)
             length = cp.empty(total, cp.int32)
-            for pos, ops in entries:
-                n = len(pos)
+            for ops in entries:
+                n = len(ops.ranks)
                 if n:
                     mod.get_function("place_ops")(
                         (-(-n * 32 // THREADS),), (THREADS,),
@@ -1029,8 +1029,8 @@ class GPUBackend:
         among them count none."""
         cp = self.cp
         counts = cp.zeros(npairs + 1, cp.int64)
-        for pos, ops in entries:
-            n = len(pos)
+        for ops in entries:
+            n = len(ops.ranks)
             if n:
                 mod.get_function("counts_at_ranks")(
                     (-(-n // THREADS),), (THREADS,), (ops.offsets, ops.ranks, np.int32(n), counts))
