@@ -342,10 +342,11 @@ _NUMBA = _NumbaGuard()
 SHARE_CORES_WITH_WORKERS = True
 #: The same with one worker: half the cores. With traceback its GPU backend
 #: downloads each window's results and copies them out on threads of its
-#: own, while the consumer places the last ones; numba's threads on every
-#: core (spinning between passes) halved that copy's rate. One H200, local
-#: with traceback at 1e13 cells, half of numba's threads: copy-out 1.03-1.22
-#: s to 0.48 s a run (NOTES.md, v43).
+#: own while the consumer places the last ones, and numba's threads on
+#: every core (spinning between passes) halved that copy's rate. One H100,
+#: local with traceback at 1e13 cells, in one process: copy-out 1.66-1.72 s
+#: to 0.63-0.71 s a run, wall 4.97-5.11 s to 4.71-4.79 s; score-only and
+#: global with traceback unchanged (NOTES.md, v43).
 SHARE_CORES_ONE_WORKER = True
 
 

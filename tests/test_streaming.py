@@ -129,6 +129,38 @@ def test_placement_rebuilds_a_batch_from_shuffled_pieces(recs, traceback, target
         assert not any(np.shares_memory(a, b) for a in unset for b in unset if a is not b)
 
 
+@pytest.mark.parametrize("staged", [False, True])
+def test_placement_places_only_once_its_pages_are_touched(recs, staged, monkeypatch):
+    """The threads that fault a placement's placed arrays in (TOUCH_PLACED)
+    write zeros: its first batch waits for them, so a slow one zeroes
+    nothing placed."""
+    import time
+
+    from pairalign import engine, pairs
+    from pairalign.engine import placement
+    from pairalign.kernels import batch_ops
+
+    monkeypatch.setattr(engine, "STAGED_PLACEMENT", staged)
+    touch = batch_ops.touch_pages
+
+    def slow(*args):
+        time.sleep(0.2)
+        touch(*args)
+
+    monkeypatch.setattr(batch_ops, "touch_pages", slow)
+    assert pairs.TOUCH_PLACED
+    be, job = _job(recs, None, "local", make_scoring(recs.alphabet), True, "cpu", None, None)
+    ref = run_job(job, be)
+    place = placement(job)
+    assert place._touching  # running
+    for piece in np.array_split(np.random.default_rng(2).permutation(len(ref)), 3):
+        place.add(ref.take(piece))
+    assert not place._touching
+    got = place.finish()
+    for name in ref.__dataclass_fields__:
+        assert np.array_equal(getattr(ref, name), getattr(got, name)), name
+
+
 class _HostArray(np.ndarray):
     """Stands for a device array: ``get()`` copies it to the host."""
 
@@ -138,8 +170,8 @@ class _HostArray(np.ndarray):
 
 class _FakeDevice:
     """A device backend's ``place_ops``, in numpy: every pair's operations at
-    the offset of the rank its batch brings,
-    the rest of the arrays left as they come (the placement fills them).
+    the offset of the rank its DeviceOps bring, the rest of the arrays left
+    as they come (the placement fills them).
     ``room``: whether it has the memory to place them (``can_place_ops``);
     ``own_room`` the same where it sums the offsets itself
     (``offsets_on_device``, with ``offsets`` None), which ``miscount`` gets
