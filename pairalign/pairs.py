@@ -39,6 +39,9 @@ RESERVE_OPERATIONS = True
 #: with traceback at 1e13 cells, in one process: H200 4.37-4.52 s against
 #: 4.43-4.62 s, H100 4.77-4.88 s against 4.81-4.98 s (NOTES.md, v43).
 TOUCH_PLACED = True
+#: Arrays smaller than this are left to fault in as they are placed into: a
+#: thread each would cost a small job more than their faults.
+TOUCH_LEAST_BYTES = 1 << 20
 #: The share of the pairs placed before the estimate is taken; the arrays'
 #: room over it; the fewest operations estimated worth it.
 RESERVE_AFTER = 0.1
@@ -103,16 +106,16 @@ class _OperationsReserve:
 
 def _touch_soon(arrays: list[np.ndarray]) -> list[threading.Thread]:
     """Threads, started, that write a zero into every page of each of
-    ``arrays`` (one thread an array: numba without a parallel region, so no
-    threading layer to share). Nothing else may write the arrays until they
-    are joined."""
+    ``arrays`` of at least :data:`TOUCH_LEAST_BYTES` (one thread an array:
+    numba without a parallel region, so no threading layer to share).
+    Nothing else may write the arrays until they are joined."""
     from .kernels import batch_ops
 
     def touch(a: np.ndarray) -> None:
         batch_ops.touch_pages(a.reshape(-1).view(np.uint8), 0, a.nbytes, _OperationsReserve.PAGE)
 
     threads = [threading.Thread(target=touch, args=(a,), name="pairalign-touch", daemon=True)
-               for a in arrays if a.nbytes]
+               for a in arrays if a.nbytes >= TOUCH_LEAST_BYTES]
     for thread in threads:
         thread.start()
     return threads

@@ -133,7 +133,7 @@ def test_placement_rebuilds_a_batch_from_shuffled_pieces(recs, traceback, target
 def test_placement_places_only_once_its_pages_are_touched(recs, staged, monkeypatch):
     """The threads that fault a placement's placed arrays in (TOUCH_PLACED)
     write zeros: its first batch waits for them, so a slow one zeroes
-    nothing placed."""
+    nothing placed. Arrays under TOUCH_LEAST_BYTES get no thread."""
     import time
 
     from pairalign import engine, pairs
@@ -151,6 +151,8 @@ def test_placement_places_only_once_its_pages_are_touched(recs, staged, monkeypa
     assert pairs.TOUCH_PLACED
     be, job = _job(recs, None, "local", make_scoring(recs.alphabet), True, "cpu", None, None)
     ref = run_job(job, be)
+    assert not placement(job)._touching  # this job's arrays are all small
+    monkeypatch.setattr(pairs, "TOUCH_LEAST_BYTES", 1)
     place = placement(job)
     assert place._touching  # running
     for piece in np.array_split(np.random.default_rng(2).permutation(len(ref)), 3):
