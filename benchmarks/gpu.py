@@ -24,6 +24,8 @@ import numpy as np
 
 from workloads import DATA, cells_of, sampled_proteins, warm_gpu_backend  # noqa: E402
 
+from kernel_ab import owner, setting  # noqa: E402
+
 import pairalign  # noqa: E402
 from pairalign.engine import run_job  # noqa: E402
 from pairalign.job import Job, SortedSet  # noqa: E402
@@ -117,7 +119,16 @@ def main() -> None:
                     help="cells of the scaled workload (0: none)")
     ap.add_argument("--tb-cells", type=float, default=2e11, help="cells with traceback (0: none)")
     ap.add_argument("--no-parasail", action="store_true")
+    ap.add_argument("--modes", default="local,global,semiglobal",
+                    help="modes of the scaled workloads, comma-separated")
+    ap.add_argument("--no-cli", action="store_true", help="skip the command line's runs")
+    ap.add_argument("--set", action="append", default=[],
+                    help="ATTR=VALUE of gpu_backend (module.ATTR: of pairalign.module), "
+                         "for an A/B in separate processes (first runs)")
     args = ap.parse_args()
+    for item in args.set:
+        attr, _, value = item.partition("=")
+        setattr(*owner(attr), setting(value))
 
     be = GPUBackend()
     print(f"device: {be.describe()}", flush=True)
@@ -162,7 +173,7 @@ def main() -> None:
         cells = cells_of(np.array([len(s) for s in seqs]))
         fasta = write_fasta(seqs, Path(scratch.name) / f"sampled_{target:.0e}.faa")
         del seqs
-        for mode in ("local", "global", "semiglobal"):
+        for mode in args.modes.split(","):
             tim, wall = kernel_run(fasta, mode, tb_modes, be)
             k = gpu_seconds(tim)
             rows.append((f"scaled n={n}", mode, tb_modes, cells, wall, cells / wall / 1e9,
@@ -170,17 +181,18 @@ def main() -> None:
             print(rows[-1], {key: round(v, 3) for key, v in tim.items() if key != "cells"},
                   flush=True)
 
-    # the command line runs in its own process: this one's pool would otherwise
-    # hold device memory that the command line then sizes its windows without
-    import cupy as cp
+    if not args.no_cli:
+        # the command line runs in its own process: this one's pool would otherwise
+        # hold device memory that the command line then sizes its windows without
+        import cupy as cp
 
-    be._pinned.clear()  # the staging buffers
-    cp.get_default_memory_pool().free_all_blocks()
-    cp.get_default_pinned_memory_pool().free_all_blocks()
-    walls, profile = cli_times(path)
-    print("command line, proteome with traceback to TSV: "
-          + ", ".join(f"{w:.2f} s" for w in walls), flush=True)
-    print("\n".join(profile), flush=True)
+        be._pinned.clear()  # the staging buffers
+        cp.get_default_memory_pool().free_all_blocks()
+        cp.get_default_pinned_memory_pool().free_all_blocks()
+        walls, profile = cli_times(path)
+        print("command line, proteome with traceback to TSV: "
+              + ", ".join(f"{w:.2f} s" for w in walls), flush=True)
+        print("\n".join(profile), flush=True)
 
     cores = os.cpu_count() or 1
     ps = {}

@@ -52,7 +52,7 @@ from .job import Job
 from .pairs import PairBatch, Placement
 from .scheduler import cost as _cost
 from .scheduler.devices import (bind_thread, is_out_of_memory, label as _label,
-                                min_window_pairs, recover, worker_backends)
+                                min_window_pairs, primary, recover, worker_backends)
 from .scheduler import lpt as _lpt
 from .scheduler.lpt import (Cancelled, Item, WorkQueue, balance, interleaved, lpt_assign,
                              lpt_order)
@@ -1067,6 +1067,9 @@ def iter_windows(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
                                     timings=timings)
         return
     clock = time.perf_counter()
+    reserve = getattr(primary(backend), "reserve", None)
+    if reserve is not None:  # its device memory taken while the windows are planned
+        reserve(job)
     work = prepare_work(job, backend, max_memory, width, ordered=ordered)
     first = work.workers[0]
     if fallback == "auto":

@@ -334,6 +334,43 @@ def test_slots_take_windows_as_their_own_end(monkeypatch, traceback, first_done,
     assert any(ahead) == first_done
 
 
+@pytest.mark.parametrize("mode", ["local", "global"])
+@pytest.mark.parametrize("reserve", [True, False])
+def test_slots_reserved_at_the_job_start(data_dir, monkeypatch, mode, reserve):
+    """With the slots' blocks taken on a thread at the job's start (every job
+    with traceback, RESERVE_LEAST_SLOTS 0) or not: the CPU's results, with
+    windows of 64 (many a slot); reserved, every slot's block is the
+    reserved budget and the thread's time is in the timings."""
+    monkeypatch.setattr(gpu_backend, "RESERVE_SLOTS", reserve)
+    monkeypatch.setattr(gpu_backend, "RESERVE_LEAST_SLOTS", 0)
+    sizes = []
+    memory = gpu_backend.GPUBackend._slot_memory
+
+    def spy(self, stream, arrays, floor=0):
+        sizes.append(floor)
+        return memory(self, stream, arrays, floor)
+
+    monkeypatch.setattr(gpu_backend.GPUBackend, "_slot_memory", spy)
+    from pairalign.engine import run_job
+    from pairalign.job import Job, SortedSet
+    from pairalign.kernels.cpu_backend import CPUBackend
+    from pairalign.scoring import Scoring
+
+    recs = pairalign.read_sequences(data_dir / "adeno_fiber.faa")
+    sc = Scoring.create("protein")
+    job = Job(mode, sc, True, SortedSet.encode(recs.sequences, sc))
+    be = gpu_backend.GPUBackend()
+    assert_same_pairs(run_job(job, be, width=64), run_job(job, CPUBackend(), width=64))
+    assert len(sizes) > 2
+    held = be._reservation
+    if reserve:
+        assert held is not None and held["ok"] and "reserve" in be.timings
+        assert set(sizes) == {held["bytes"]}
+    else:
+        assert held is None and "reserve" not in be.timings
+        assert max(sizes) < be.device_budget()
+
+
 @pytest.mark.parametrize("mode,traceback", [("local", False), ("global", False),
                                             ("semiglobal", False), ("local", True)])
 @pytest.mark.parametrize("block", [True, False])

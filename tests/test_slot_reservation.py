@@ -1,0 +1,153 @@
+"""The GPU backend's stream slots taken at a job's start (``GPUBackend.reserve``),
+on a CuPy stand-in: the thread's blocks, the budget read while it runs, the
+jobs it skips, a device that cannot give the memory, and the engine's call."""
+
+from __future__ import annotations
+
+import threading
+import time
+from types import SimpleNamespace
+
+import numpy as np
+
+from pairalign.engine import run_job
+from pairalign.job import Job, SortedSet
+from pairalign.kernels import gpu_backend
+from pairalign.kernels.cpu_backend import CPUBackend
+from pairalign.kernels.gpu_backend import GPUBackend
+from pairalign.scoring import Scoring
+
+
+class FakeCupy:
+    """What ``reserve`` and ``free_memory`` call: a device of ``free`` bytes
+    whose allocations take ``delay`` seconds each (or fail: ``fail``), each
+    recorded with the stream current in its thread."""
+
+    def __init__(self, free: int, delay: float = 0.0, fail: bool = False):
+        self.free, self.delay, self.fail = free, delay, fail
+        self.allocated: list[tuple[int, int]] = []  # (stream ptr, bytes)
+        self.started = threading.Event()
+        self.local = threading.local()
+        fake = self
+
+        class Stream:
+            made = 0
+
+            def __init__(self, non_blocking=False, priority=0):
+                Stream.made += 1
+                self.ptr = Stream.made
+
+            def __enter__(self):
+                fake.local.stream = self
+
+            def __exit__(self, *exc):
+                fake.local.stream = None
+
+        runtime = SimpleNamespace(memGetInfo=lambda: (fake.free, fake.free))
+        self.cuda = SimpleNamespace(Stream=Stream, runtime=runtime)
+        self.uint8 = np.uint8
+
+    def get_default_memory_pool(self):
+        return SimpleNamespace(free_bytes=lambda: 0)
+
+    def empty(self, n, dtype):
+        if self.fail:
+            self.started.set()
+            raise MemoryError(f"out of memory allocating {n} bytes")
+        self.free -= n  # gone from the device before the pool caches it
+        self.started.set()
+        time.sleep(self.delay)
+        self.allocated.append((self.local.stream.ptr, n))
+        return SimpleNamespace(nbytes=n)
+
+
+def fake_backend(cp: FakeCupy) -> GPUBackend:
+    be = object.__new__(GPUBackend)
+    be.cp, be.timings, be._timings_lock = cp, {}, threading.Lock()
+    be.device = _NullContext()
+    be._streams, be._plans, be._reservation = [], {}, None
+    return be
+
+
+class _NullContext:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def job_of(n: int, length: int, traceback: bool = True) -> Job:
+    rng = np.random.default_rng(n * 1000 + length)
+    seqs = ["".join(rng.choice(list("ACDEFGHIKLMNPQRSTVWY"), length)) for _ in range(n)]
+    sc = Scoring.create("protein")
+    return Job("local", sc, traceback, SortedSet.encode(seqs, sc))
+
+
+def test_a_large_job_takes_a_budget_a_slot_on_a_thread():
+    """Each of the DEPTH slot streams gets one block of the budget, on a
+    thread; while it runs the free memory (and so the budget the engine
+    fits windows to) is what it was before; the job's first window then
+    takes the reserved size, another job's none."""
+    cp = FakeCupy(free=4_000_000, delay=0.2)
+    be = fake_backend(cp)
+    job = job_of(120, 200)
+    budget = be.device_budget()
+    assert be._job_bytes_bound(job) >= gpu_backend.RESERVE_LEAST_SLOTS * gpu_backend.DEPTH * budget
+    be.reserve(job)
+    assert cp.started.wait(5.0)
+    assert be._reservation["thread"].is_alive()
+    assert be.free_memory() == 4_000_000 and be.device_budget() == budget
+    assert be._reserved_bytes(job) == budget
+    streams = be._window_streams(gpu_backend.DEPTH)
+    assert sorted(cp.allocated) == sorted((s.ptr, budget) for s in streams)
+    assert be.free_memory() == 4_000_000 - gpu_backend.DEPTH * budget  # the stand-in keeps them
+    assert be._reserved_bytes(job_of(120, 200)) == 0
+    assert be.timings["reserve"] >= 0.2 * gpu_backend.DEPTH
+
+
+def test_small_and_score_only_jobs_take_nothing_ahead():
+    """A job whose windows will not fill RESERVE_LEAST_SLOTS budgets a slot,
+    or a score-only one (its slots are small), starts no thread: its slots
+    stay the size of its largest window."""
+    for job in (job_of(6, 50), job_of(120, 200, traceback=False)):
+        cp = FakeCupy(free=4_000_000)
+        be = fake_backend(cp)
+        be.reserve(job)
+        assert be._reservation is None and cp.allocated == []
+        assert be._reserved_bytes(job) == 0
+
+
+def test_reservation_off_or_refused_leaves_the_launch_to_allocate(monkeypatch):
+    """RESERVE_SLOTS off takes nothing; a device that cannot give the blocks
+    makes no error, only no reserved size (the launch allocates its own)."""
+    job = job_of(120, 200)
+    monkeypatch.setattr(gpu_backend, "RESERVE_SLOTS", False)
+    be = fake_backend(FakeCupy(free=4_000_000))
+    be.reserve(job)
+    assert be._reservation is None
+    monkeypatch.setattr(gpu_backend, "RESERVE_SLOTS", True)
+    be = fake_backend(FakeCupy(free=4_000_000, fail=True))
+    be.reserve(job)
+    assert be._reserved_bytes(job) == 0 and be.cp.allocated == []
+
+
+def test_the_engine_reserves_before_it_plans():
+    """run_job calls the first worker's ``reserve`` with the job once, before
+    any window is fitted or run; the results are the backend's own."""
+    calls = []
+
+    class Reserving(CPUBackend):
+        def reserve(self, job):
+            calls.append(("reserve", job))
+
+        def run_window(self, job, state, w):
+            calls.append(("window", None))
+            return super().run_window(job, state, w)
+
+    job = job_of(30, 40)
+    got = run_job(job, Reserving())
+    want = run_job(job_of(30, 40), CPUBackend())
+    assert calls[0] == ("reserve", job) and [c for c, _ in calls].count("reserve") == 1
+    assert len(calls) > 1
+    assert np.array_equal(got.score, want.score)
