@@ -42,6 +42,15 @@ TOUCH_PLACED = True
 #: Arrays smaller than this are left to fault in as they are placed into: a
 #: thread each would cost a small job more than their faults.
 TOUCH_LEAST_BYTES = 1 << 20
+#: Where a device places the operations it kept, the operations of the
+#: windows that came to the host (the device had no room for them during the
+#: run) go up to it and are placed there with them, instead of scattered on
+#: the host after the device's download: global with traceback at 1e13
+#: cells left part of its 15.6 GB of operations to the host, whose scatter
+#: took 0.84 s after the download, against 0.39 s to bring them up through
+#: the staging buffer. H100, gpu.py first runs, a process each: 8.32, 8.88,
+#: 9.14 s on against 8.83, 9.19 s off (NOTES.md, v44).
+HOST_OPS_TO_DEVICE = True
 #: The share of the pairs placed before the estimate is taken; the arrays'
 #: room over it; the fewest operations estimated worth it.
 RESERVE_AFTER = 0.1
@@ -564,19 +573,32 @@ class Placement:
             raise ValueError("operations left on more than one device backend")
         return next(iter(owners.values()))
 
+    def _host_ops_up(self) -> list | None:
+        """The host's operation entries ``(ranks, offsets, codes, lengths)``
+        for the device to place beside its own (HOST_OPS_TO_DEVICE), or None
+        where they stay on the host."""
+        return self.ops if HOST_OPS_TO_DEVICE else None
+
     def _place_early(self, pool):
         """Where every pair's operations are on one device that sums their
         offsets itself (``owner.offsets_on_device``), their placement and
         download on ``pool``, beside the host's pass over the counts: a
         future of ``(code, length)``; else None."""
         owner = self._device_owner()
-        if owner is None or self.ops or not getattr(owner, "offsets_on_device", False):
+        host = self._host_ops_up()
+        if (owner is None or (self.ops and host is None)
+                or not getattr(owner, "offsets_on_device", False)):
             return None
         total = sum(int(ops.code.size) for ops in self.device_ops)
-        if not owner.can_place_ops(total, self.total, offsets_on_device=True):
+        total += sum(len(code) for _, _, code, _ in self.ops)
+        extra = _entries_bytes(self.ops)
+        if not owner.can_place_ops(total, self.total, offsets_on_device=True,
+                                   **({"extra": extra} if extra else {})):
             return None
-        return pool.submit(owner.place_ops, self.device_ops, None, total, self.total,
-                           out=self._reserved(total))
+        early = pool.submit(owner.place_ops, self.device_ops, None, total, self.total,
+                            out=self._reserved(total), **({"host": host} if host else {}))
+        self.ops = []  # the device places them
+        return early
 
     def _finish_columns(self, early) -> PairBatch:
         from .kernels import batch_ops
@@ -603,7 +625,13 @@ class Placement:
             out = self._reserved(total)
             if self.device_ops:
                 owner = self._device_owner()
-                if owner.can_place_ops(total, len(self.counts)):
+                host = self._host_ops_up()
+                if host and owner.can_place_ops(total, len(self.counts),
+                                                extra=_entries_bytes(host)):
+                    code, length = owner.place_ops(self.device_ops, offsets, total, out=out,
+                                                   host=host)
+                    self.ops = []
+                elif owner.can_place_ops(total, len(self.counts)):
                     code, length = owner.place_ops(self.device_ops, offsets, total, out=out)
                 else:
                     # the device cannot hold the job's operations beside those
@@ -620,6 +648,11 @@ class Placement:
         self.ops = []
         self.device_ops = []
         return PairBatch(**self.cols, op_offsets=offsets, op_code=code, op_len=length)
+
+
+def _entries_bytes(entries: list) -> int:
+    """Bytes of host operation entries (each a tuple of arrays)."""
+    return sum(a.nbytes for entry in entries for a in entry)
 
 
 def _offsets(counts: np.ndarray) -> np.ndarray:

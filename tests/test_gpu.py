@@ -407,12 +407,14 @@ def test_operations_placed_on_the_device_or_the_host(data_dir, monkeypatch, mode
     monkeypatch.setattr(gpu_backend, "DEVICE_OPS_SHARE", share)
     monkeypatch.setattr(gpu_backend, "DEVICE_OPS_RESERVE", reserve)
     monkeypatch.setattr(gpu_backend, "PLACE_OFFSETS_ON_DEVICE", own_offsets)
-    asked = []  # (offsets on the device, whether the memory was there)
+    # (offsets on the device, host entries brought up, whether the memory was there)
+    asked = []
     can_place = gpu_backend.GPUBackend.can_place_ops
 
-    def spy(self, total, npairs, offsets_on_device=False):
-        asked.append((offsets_on_device, can_place(self, total, npairs, offsets_on_device)))
-        return room and asked[-1][1]
+    def spy(self, total, npairs, offsets_on_device=False, extra=0):
+        asked.append((offsets_on_device, extra > 0,
+                      can_place(self, total, npairs, offsets_on_device, extra)))
+        return room and asked[-1][2]
 
     monkeypatch.setattr(gpu_backend.GPUBackend, "can_place_ops", spy)
     kw = dict(mode=mode, traceback=True, window=32)
@@ -421,17 +423,18 @@ def test_operations_placed_on_the_device_or_the_host(data_dir, monkeypatch, mode
     gpu = pairalign.align_all(path, backend="gpu", devices=[0], **kw)
     assert_same(pairalign.align_all(path, backend="cpu", **kw), gpu)
     # asked where any window's operations stayed (there was memory each time):
-    # first with its own offsets where every window's stayed, then (no room
-    # for those) with the host's
+    # first with its own offsets, the host's entries with them where some
+    # came to the host (pairs.HOST_OPS_TO_DEVICE); then (no room for those)
+    # with the host's offsets, then without the host's entries
     if not kept or reserve >= 1:
         assert asked == []
         return
-    assert all(memory for _, memory in asked)
-    ways = [own for own, _ in asked]
-    assert ways in ([False], [True] if room else [True, False])
-    assert own_offsets or ways == [False]
-    if own_offsets and share != 1e-7:  # every window's operations stayed
-        assert ways[0]
+    assert asked and all(memory for *_, memory in asked)
+    up = asked[0][1]
+    want = ([(True, up)] if own_offsets else []) + [(False, up)] + ([(False, False)] if up else [])
+    assert [(own, u) for own, u, _ in asked] == (want[:1] if room else want)
+    if share != 1e-7:  # every window's operations stayed
+        assert not up
 
 
 @pytest.mark.parametrize("own_offsets", [True, False])
@@ -469,7 +472,7 @@ def test_several_devices_place_operations_on_the_host(data_dir, monkeypatch, mod
     monkeypatch.setattr(gpu_backend, "FETCH_THREAD", fetch_thread)
     asked = []
     monkeypatch.setattr(gpu_backend.GPUBackend, "can_place_ops",
-                        lambda self, total, npairs, offsets_on_device=False:
+                        lambda self, total, npairs, offsets_on_device=False, extra=0:
                         asked.append(total) or True)
     kw = dict(mode=mode, traceback=True, window=32)
     path = data_dir / "adeno_fiber.faa"

@@ -383,7 +383,7 @@ def fake_cupy(syncs: list | None = None):
             if syncs is not None:
                 syncs.append(1)
 
-    runtime = SimpleNamespace(memcpyDeviceToHost=2,
+    runtime = SimpleNamespace(memcpyDeviceToHost=2, memcpyHostToDevice=1,
                               memcpyAsync=lambda dst, src, n, kind, stream: ctypes.memmove(dst, src, n))
     return SimpleNamespace(ascontiguousarray=lambda a: a,
                            cuda=SimpleNamespace(runtime=runtime, Event=Event))
@@ -440,6 +440,27 @@ def test_download_into_the_callers_arrays(monkeypatch):
                 (big_code[:600:2], big_len[:300])):
         with pytest.raises(ValueError, match="other shapes, types or layouts"):
             be._download([_DeviceArray(code), _DeviceArray(length)], out=bad)
+
+
+@pytest.mark.parametrize("staging", [2, 7, 64, 4099, 1 << 20])
+def test_upload_through_staging_halves(monkeypatch, staging):
+    """Host arrays of several types, empty ones among them, go up through the
+    two halves of a staging buffer smaller or larger than they are, cut
+    mid-element, copied in on threads: each device array holds its host
+    array, and every half's copy was waited for before it was refilled."""
+    monkeypatch.setattr(gpu_backend, "STAGING_BYTES", staging)
+    monkeypatch.setattr(gpu_backend, "COPY_PIECE", 5)
+    syncs = []
+    be = downloading_backend(syncs, fill=0xAB)
+    be.cp.empty = lambda shape, dtype: _DeviceArray(np.full(shape, 0x5A, dtype))
+    rng = np.random.default_rng(staging)
+    arrays = [rng.integers(-2**31, 2**31, 1000).astype(np.int32), np.zeros(0, np.int64),
+              rng.integers(0, 255, 333).astype(np.uint8), np.arange(1001, dtype=np.int64)[::2]]
+    got = be._upload_staged(arrays, be._host_stream())
+    for a, g in zip(arrays, got):
+        assert g.dtype == a.dtype and g.shape == a.shape and np.array_equal(g.host, a)
+    halves = -(-sum(a.nbytes for a in arrays) // (staging // 2))
+    assert len(syncs) == max(0, halves - 2) + min(halves, 2)
 
 
 def test_download_needs_a_staging_buffer_of_two_halves(monkeypatch):

@@ -179,22 +179,31 @@ class _FakeDevice:
     (``offsets_on_device``, with ``offsets`` None), which ``miscount`` gets
     wrong by one operation."""
 
-    def __init__(self, room=True, offsets_on_device=False, own_room=True, miscount=False):
+    def __init__(self, room=True, offsets_on_device=False, own_room=True, miscount=False,
+                 host_room=True):
         self.calls = []
         self.room = room
+        self.host_room = host_room
+        self.hosted = []  # the host entries each call brought up
         self.own_room = own_room
         self.offsets_on_device = offsets_on_device
         self.miscount = miscount
         self.asked = []
         self.outs = []  # whether each call brought the host's arrays
 
-    def can_place_ops(self, total, npairs, offsets_on_device=False):
-        self.asked.append((total, npairs, offsets_on_device))
-        return self.own_room if offsets_on_device else self.room
+    def can_place_ops(self, total, npairs, offsets_on_device=False, extra=0):
+        self.asked.append((total, npairs, offsets_on_device) + ((extra,) if extra else ()))
+        room = self.own_room if offsets_on_device else self.room
+        return room and (self.host_room or not extra)
 
-    def place_ops(self, entries, offsets, total, npairs=None, out=None):
+    def place_ops(self, entries, offsets, total, npairs=None, out=None, host=()):
+        from types import SimpleNamespace
+
         self.calls.append(offsets is None)
         self.outs.append(out is not None)
+        self.hosted.append(len(host))
+        entries = [*entries, *(SimpleNamespace(ranks=r.view(_HostArray), offsets=o, code=c,
+                                               length=n) for r, o, c, n in host)]
         if offsets is None:
             counts = np.zeros(npairs + 1, np.int64)
             for ops in entries:
@@ -334,28 +343,33 @@ def _device_piece(device, ref, piece):
     return DevicePairBatch(**cols, device_ops=ops)
 
 
-@pytest.mark.parametrize("room", [True, False])
+@pytest.mark.parametrize("room", ["all", "its own", "none"])
+@pytest.mark.parametrize("up", [True, False])
 @pytest.mark.parametrize("staged", [False, True])
-def test_placement_takes_operations_left_on_a_device(recs, room, staged, monkeypatch):
+def test_placement_takes_operations_left_on_a_device(recs, room, up, staged, monkeypatch):
     """Pieces whose operations stayed on a device beside pieces on the host,
-    shuffled: one call places the device's, the host's go in after, and a
-    device piece brought to the host (``on_host``) or sized (``nbytes``)
-    is the host piece it stands for. Where the device has not the memory to
-    place them (``room`` False), its pieces come to the host and are placed
-    there with the others; the same with the columns staged as rows."""
-    from pairalign import engine
+    shuffled: one call places the device's, with the host's brought up to it
+    (``up``: HOST_OPS_TO_DEVICE) where it has the memory for them too (else
+    the host's go in after), and a device piece brought to the host
+    (``on_host``) or sized (``nbytes``) is the host piece it stands for.
+    Where the device has not the memory to place them (``room`` "none"),
+    its pieces come to the host and are placed there with the others; the
+    same with the columns staged as rows."""
+    from pairalign import engine, pairs
     from pairalign.engine import placement
     from pairalign.pairs import on_host
 
     monkeypatch.setattr(engine, "STAGED_PLACEMENT", staged)
+    monkeypatch.setattr(pairs, "HOST_OPS_TO_DEVICE", up)
 
     be, job = _job(recs, None, "local", make_scoring(recs.alphabet), True, "cpu", None, None)
     ref = run_job(job, be)
     rng = np.random.default_rng(8)
     perm = rng.permutation(len(ref))
     cuts = np.sort(rng.choice(np.arange(1, len(ref)), 7, replace=False))
-    device = _FakeDevice(room)
+    device = _FakeDevice(room != "none", host_room=room == "all")
     place = placement(job)
+    host_bytes = 0
     for k, piece in enumerate(np.split(perm, cuts)):
         part = ref.take(piece)
         if k % 2:
@@ -365,10 +379,17 @@ def test_placement_takes_operations_left_on_a_device(recs, room, staged, monkeyp
             for name in ref.__dataclass_fields__:
                 assert np.array_equal(getattr(back, name), getattr(part, name)), name
             part = kept
+        else:  # what the host keeps of it: ranks, offsets, codes and lengths
+            host_bytes += 8 * len(part) + part.op_offsets.nbytes + part.op_code.nbytes \
+                + part.op_len.nbytes
         place.add(part)
     got = place.finish()
-    assert device.asked == [(int(ref.op_offsets[-1]), len(ref), False)]
-    assert device.calls == ([False] if room else [])
+    total = int(ref.op_offsets[-1])
+    asked_up = [(total, len(ref), False, host_bytes)] if up else []
+    assert device.asked == asked_up + ([] if up and room == "all" else
+                                       [(total, len(ref), False)])
+    assert device.calls == ([False] if room != "none" else [])
+    assert device.hosted == ([4] if up and room == "all" else [0] if room != "none" else [])
     for name in ref.__dataclass_fields__:
         assert np.array_equal(getattr(ref, name), getattr(got, name)), name
 
@@ -417,14 +438,16 @@ def test_operations_placed_by_a_device_that_miscounts_them_are_an_error(recs):
 
 
 @pytest.mark.parametrize("margin", [1.3, 0.5])
-@pytest.mark.parametrize("pieces", ["host", "device", "device, own offsets", "both"])
+@pytest.mark.parametrize("pieces", ["host", "device", "device, own offsets", "both",
+                                    "both, own offsets"])
 def test_operations_reserved_ahead(recs, monkeypatch, pieces, margin):
     """With RESERVE_OPERATIONS, the operations' arrays are made from an
     estimate once a share of the pairs is in and the batch's operations go
     into them (the device's download or the host's scatter), where they hold
     the total (``margin`` 1.3 here); else (0.5) new ones: the same batch
     either way, from host pieces, device pieces (the host's offsets or the
-    device's own) or both."""
+    device's own) or both (the host's brought up to the device, which then
+    sums the offsets itself where it can)."""
     from pairalign import pairs
     from pairalign.engine import placement
 
@@ -436,10 +459,10 @@ def test_operations_reserved_ahead(recs, monkeypatch, pieces, margin):
     ref = run_job(job, be)
     total = int(ref.op_offsets[-1])
     perm = np.random.default_rng(4).permutation(len(ref))
-    device = _FakeDevice(offsets_on_device=pieces == "device, own offsets")
+    device = _FakeDevice(offsets_on_device=pieces.endswith("own offsets"))
     place = placement(job)
     for k, piece in enumerate(np.array_split(perm, 6)):
-        on_device = pieces.startswith("device") or (pieces == "both" and k % 2)
+        on_device = pieces.startswith("device") or (pieces.startswith("both") and k % 2)
         place.add(_device_piece(device, ref, piece) if on_device else ref.take(piece))
     got = place.finish()
     for name in ref.__dataclass_fields__:
@@ -449,6 +472,9 @@ def test_operations_reserved_ahead(recs, monkeypatch, pieces, margin):
     assert (got.op_code.base is not None) == reserved
     assert (got.op_len.base is not None) == reserved
     assert device.outs == ([reserved] if pieces != "host" else [])
+    assert device.hosted == ([3] if pieces.startswith("both") else
+                             [0] if pieces != "host" else [])
+    assert device.calls == ([pieces.endswith("own offsets")] if pieces != "host" else [])
     assert place._reserve is None and total > 0
     assert not any(t.name == "pairalign-reserve" for t in threading.enumerate())
 

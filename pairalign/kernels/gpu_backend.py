@@ -821,7 +821,7 @@ class GPUBackend:
                 pass
             self._add("reserve", time.perf_counter() - t)
 
-        held["thread"] = threading.Thread(target=take, name="pairalign-reserve", daemon=True)
+        held["thread"] = threading.Thread(target=take, name="pairalign-slots", daemon=True)
         self._reservation = held
         held["thread"].start()
 
@@ -976,15 +976,68 @@ class GPUBackend:
                 drain(j)
         return out
 
-    def _copy_out(self, pieces: list[tuple[np.ndarray, int, int, int]], buf: np.ndarray) -> None:
-        """``dst[at:at + n] = buf[frm:frm + n]`` for each piece, on
+    def _upload_staged(self, arrays: list[np.ndarray], stream) -> list:
+        """Host arrays to new device arrays, through the halves of ``stream``'s
+        staging buffer (:meth:`_staging`) in turn: each half filled on
+        threads, then copied to the device asynchronously, while the host
+        fills the other (the device's copy out of a half done first). CUDA's
+        own copies from pageable memory brought gigabytes up at ~3 GB/s on
+        the H100 (NOTES.md, v44)."""
+        cp = self.cp
+        out = [cp.empty(a.shape, a.dtype) for a in arrays]
+        buf = self._staging(stream)
+        half = buf.nbytes // 2
+        if half == 0:
+            raise ValueError(f"STAGING_BYTES is {buf.nbytes}: an upload needs two halves")
+        # each half's pieces: (source bytes, at, into the buffer at, n; device address)
+        filled: list[list] = [[], []]
+        ends: list = [None, None]
+
+        def send(k: int) -> None:
+            if ends[k] is not None:
+                ends[k].synchronize()  # the device's copy out of this half
+            self._copy_out([piece[:4] for piece in filled[k]], buf, into=True)
+            for _, _, at, n, to in filled[k]:
+                cp.cuda.runtime.memcpyAsync(to, buf.ctypes.data + at, n,
+                                            cp.cuda.runtime.memcpyHostToDevice, stream.ptr)
+            ends[k] = cp.cuda.Event(block=False, disable_timing=True)
+            ends[k].record(stream)
+            filled[k] = []
+
+        k, used = 0, 0
+        for a, d in zip(arrays, out):
+            src = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
+            done = 0
+            while done < src.nbytes:
+                if used == half:
+                    send(k)
+                    k ^= 1
+                    used = 0
+                n = min(src.nbytes - done, half - used)
+                filled[k].append((src, done, k * half + used, n, d.data.ptr + done))
+                used += n
+                done += n
+        if filled[k]:
+            send(k)
+        for e in ends:  # the buffer is the stream's next download's
+            if e is not None:
+                e.synchronize()
+        return out
+
+    def _copy_out(self, pieces: list[tuple[np.ndarray, int, int, int]], buf: np.ndarray,
+                  into: bool = False) -> None:
+        """``dst[at:at + n] = buf[frm:frm + n]`` for each piece (``into``: the
+        other way, ``buf[frm:frm + n] = dst[at:at + n]``), on
         :data:`COPY_THREADS` threads where there is more than a piece's worth."""
         cuts = [(dst, at + k, frm + k, min(COPY_PIECE, n - k))
                 for dst, at, frm, n in pieces for k in range(0, n, COPY_PIECE)]
 
         def copy(cut) -> None:
             dst, at, frm, n = cut
-            dst[at:at + n] = buf[frm:frm + n]
+            if into:
+                buf[frm:frm + n] = dst[at:at + n]
+            else:
+                dst[at:at + n] = buf[frm:frm + n]
 
         if len(cuts) < 2 or COPY_THREADS < 2:
             for cut in cuts:
@@ -1040,16 +1093,18 @@ class GPUBackend:
         :data:`PLACE_OFFSETS_ON_DEVICE`."""
         return PLACE_OFFSETS_ON_DEVICE
 
-    def can_place_ops(self, total: int, npairs: int, offsets_on_device: bool = False) -> bool:
+    def can_place_ops(self, total: int, npairs: int, offsets_on_device: bool = False,
+                      extra: int = 0) -> bool:
         """Whether :meth:`place_ops` has the device memory for a job's
         ``total`` operations of ``npairs`` pairs (its offsets, codes and
         lengths; with ``offsets_on_device`` the counts they are summed from
-        too), beside those kept there."""
-        need = (npairs + 1) * 8 * (2 if offsets_on_device else 1) + total * (1 + 4)
+        too), beside those kept there, and ``extra`` bytes of host entries
+        brought up to be placed with them."""
+        need = (npairs + 1) * 8 * (2 if offsets_on_device else 1) + total * (1 + 4) + extra
         return need + self._reserve <= self.free_memory()
 
     def place_ops(self, entries: list, offsets: np.ndarray | None, total: int,
-                  npairs: int | None = None, out: tuple | None = None):
+                  npairs: int | None = None, out: tuple | None = None, host: list = ()):
         """The operations of every pair of a job in input order, on the host:
         ``(code, length)`` of ``total`` entries, with those of ``entries``
         (the :class:`~pairalign.pairs.DeviceOps` of this backend's windows,
@@ -1060,7 +1115,10 @@ class GPUBackend:
         None, the ``npairs`` pairs' offsets are summed on the device from the
         entries' counts (every pair with operations must be among them).
         ``out``: the host's ``(code, length)`` arrays to download into (new
-        ones where None). Timed as ``place_upload`` (the offsets),
+        ones where None). ``host``: entries ``(ranks, offsets, code, length)``
+        of pairs whose operations are on the host, uploaded and placed with
+        the others (then no pair's are left to the caller). Timed as
+        ``place_upload`` (the offsets and the host's entries),
         ``place_device`` (to the placement's end) and ``place`` (the download
         too)."""
         cp = self.cp
@@ -1068,6 +1126,7 @@ class GPUBackend:
         t = time.perf_counter()
         stream = self._host_stream()
         with self.device, stream:
+            entries = [*entries, *self._entries_up(host, stream)]
             if offsets is None:
                 dst_off = self._offsets_on_device(mod, entries, npairs)
             else:
@@ -1094,6 +1153,15 @@ class GPUBackend:
             got = self._download([code, length], out=out)
         self._add("place", time.perf_counter() - t)
         return got[0], got[1]
+
+    def _entries_up(self, host: list, stream) -> list[DeviceOps]:
+        """Host operation entries ``(ranks, offsets, code, length)`` as
+        :class:`~pairalign.pairs.DeviceOps` on this device, copied on
+        ``stream``."""
+        host = [entry for entry in host if len(entry[0])]
+        arrays = self._upload_staged([a for ranks, offsets, code, length in host
+                                      for a in (offsets, code, length, ranks)], stream)
+        return [DeviceOps(self, *arrays[4 * k:4 * k + 4]) for k in range(len(host))]
 
     def _offsets_on_device(self, mod, entries: list, npairs: int):
         """The job's operation offsets (``npairs + 1``, on the device) from
