@@ -77,6 +77,15 @@ RETIRE_AFTER = 3
 #: split after them. Larger factors plan more; a smaller one may split a
 #: window that would have fit (its pieces still run).
 BOUND_SPLIT_FACTOR = 2.0
+#: A run leaves the windows whose bound is between one and BOUND_SPLIT_FACTOR
+#: budgets whole until its worker checks each before its launch
+#: (``_LocalRun._fits``, which plans it exactly and splits it there if it
+#: must), instead of planning them exactly before the first launch: 85 plans,
+#: most of ``prepare_work``'s 0.13-0.16 s at 1e13 cells with traceback on the
+#: H100 host, now made by the launching thread while earlier windows run.
+#: gpu.py's first runs of local with traceback at 1e13 cells, a process each:
+#: 4.90-4.97 s on against 4.93-5.00 s off (within the spread; NOTES.md, v44).
+DEFER_EXACT_FIT = True
 #: The fewest results the queue between workers and the consumer holds. The
 #: consumer's first batch takes longest (the placement's pages first touched:
 #: 0.136 s at 1e13 cells with traceback, on the H100's host), while one GPU
@@ -394,7 +403,7 @@ class _ConsumerThreads:
 
 
 def fit_window(job: Job, backend: Backend, w: Window, budget: int | None = None,
-               by_bound: bool = False) -> list[tuple[Window, bool]]:
+               by_bound: bool = False, defer: bool = False) -> list[tuple[Window, bool]]:
     """``w``, or its quarters (recursively) where the device cannot hold it.
 
     Each window comes with whether the backend can hold it; one that cannot,
@@ -403,6 +412,8 @@ def fit_window(job: Job, backend: Backend, w: Window, budget: int | None = None,
     within the budget fits without its exact size (planning it takes the
     backend longer): the caller checks it again before it runs; one that the
     bound puts over :data:`BOUND_SPLIT_FACTOR` budgets is split without it.
+    With ``defer`` too, one between the two is left whole, for that check
+    (which plans it exactly, and splits it there if it must) to decide.
     """
     if not hasattr(backend, "window_bytes"):
         return [(w, True)]
@@ -410,7 +421,7 @@ def fit_window(job: Job, backend: Backend, w: Window, budget: int | None = None,
         budget = backend.device_budget()
     bound = getattr(backend, "window_bytes_bound", None) if by_bound else None
     size = bound(job, w) if bound is not None else None
-    if size is not None and size <= budget:
+    if size is not None and size <= (BOUND_SPLIT_FACTOR if defer else 1) * budget:
         return [(w, True)]
     if not (w.splittable and size is not None and size > BOUND_SPLIT_FACTOR * budget):
         if backend.window_bytes(job, w) <= budget:
@@ -419,7 +430,7 @@ def fit_window(job: Job, backend: Backend, w: Window, budget: int | None = None,
             return [(w, False)]
     rows, cols = job.rows.lengths, job.col_set.lengths
     return [x for sub in split_window(w, rows, cols)
-            for x in fit_window(job, backend, sub, budget, by_bound)]
+            for x in fit_window(job, backend, sub, budget, by_bound, defer)]
 
 
 def window_memory(job: Job, backend: Backend, w: Window) -> int:
@@ -489,7 +500,7 @@ class Work:
 
 def prepare_work(job: Job, backend, max_memory: int = DEFAULT_MAX_MEMORY,
                  width: int | None = None, n_workers: int | None = None,
-                 ordered: bool = False) -> Work:
+                 ordered: bool = False, defer: bool = False) -> Work:
     """Workers, window width, windows in LPT order (one worker's interleaved,
     :data:`~.scheduler.lpt.INTERLEAVE_ONE_WORKER`, unless they are for an
     ``ordered`` stream, whose batches come largest first on any number of
@@ -500,7 +511,10 @@ def prepare_work(job: Job, backend, max_memory: int = DEFAULT_MAX_MEMORY,
     it; a worker whose device has at least that budget runs them unchecked,
     another checks (and splits) each window before launching it. A backend
     with ``window_bytes_bound`` has its pieces fitted by that bound (no
-    plans before the first launch) and each checked before it launches.
+    plans before the first launch) and each checked before it launches;
+    with ``defer`` (a run's, not a plan's), a piece that the bound puts
+    within :data:`BOUND_SPLIT_FACTOR` budgets is left for that check to
+    split where its exact size must (see :func:`fit_window`).
     """
     workers = worker_backends(backend)
     first = workers[0]
@@ -525,7 +539,8 @@ def prepare_work(job: Job, backend, max_memory: int = DEFAULT_MAX_MEMORY,
             for piece in ws:
                 # by bound: plans are left to the launching thread (its
                 # _fits checks each window), while earlier windows run
-                for sub, fits in fit_window(job, first, piece, budget, by_bound=True):
+                for sub, fits in fit_window(job, first, piece, budget, by_bound=True,
+                                            defer=defer):
                     if fits:
                         mine.append(sub)
                     else:
@@ -1070,7 +1085,8 @@ def iter_windows(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
     reserve = getattr(primary(backend), "reserve", None)
     if reserve is not None:  # its device memory taken while the windows are planned
         reserve(job)
-    work = prepare_work(job, backend, max_memory, width, ordered=ordered)
+    work = prepare_work(job, backend, max_memory, width, ordered=ordered,
+                        defer=DEFER_EXACT_FIT)
     first = work.workers[0]
     if fallback == "auto":
         fallback = _default_fallback(first)

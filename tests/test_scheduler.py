@@ -499,6 +499,30 @@ def test_windows_fitted_by_a_low_bound_are_split_before_they_launch(tri, pipelin
     assert dev.ran and all(w.pairs <= 300 for w in dev.ran)
 
 
+@pytest.mark.parametrize("defer", [True, False])
+def test_windows_over_budget_by_bound_left_to_their_launch(tri, monkeypatch, defer):
+    """A window whose bound is between one and BOUND_SPLIT_FACTOR budgets is
+    left whole by a run's prepare_work (``defer``, DEFER_EXACT_FIT), not
+    planned exactly before the first launch (a plan's prepare_work still
+    cuts it), and cut at its launch where its exact size must: nothing over
+    the budget runs, every pair comes once, the result is the same."""
+    from pairalign import engine
+
+    job, ref = tri
+    monkeypatch.setattr(engine, "DEFER_EXACT_FIT", defer)
+    dev = Fake("dev", budget=300, bound=1.5)
+    sized = []
+    exact = dev.window_bytes
+    dev.window_bytes = lambda job, w: sized.append(w) or exact(job, w)
+    work = prepare_work(job, dev, width=64, defer=True)
+    assert max(w.pairs for ws in work.pieces for w in ws) > 300 and not sized
+    planned = prepare_work(job, dev, width=64)
+    assert max(w.pairs for ws in planned.pieces for w in ws) <= 300 and sized
+    out = run_job(job, dev, width=64)
+    same(out, ref)
+    assert dev.ran and all(w.pairs <= 300 for w in dev.ran)
+
+
 def test_error_everywhere_raises_and_stops():
     job = make_job(40)
 
