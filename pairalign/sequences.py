@@ -36,10 +36,18 @@ _OTHER_COMPRESSION = (
 )
 #: An id is a token without ASCII whitespace (what splitting a header gives).
 _ID_WHITESPACE = re.compile(r"[ \t\n\r\x0b\x0c]")
+#: A header line's id and description, as :func:`_header_fields` splits them
+#: (ASCII whitespace only), for every line of a text at once.
+_HEADER_FIELDS = re.compile(
+    r"^[ \t\r\x0b\x0c]*([^ \t\r\x0b\x0c\n]*)[ \t\r\x0b\x0c]*(.*?)[ \t\r\x0b\x0c]*$", re.M)
 #: Quality bytes accepted in FASTQ: printable ASCII '!' (33) to '~' (126).
 _QUALITY_OK = bytes(range(33, 127))
 #: Protein letters are a superset of DNA letters: the table used when detecting.
 _ANY_MASK = allowed_mask("protein") | allowed_mask("dna")
+#: FASTA that holds no problem is parsed and checked in whole-text passes
+#: (:func:`_fasta_at_once`); anything else, or all of it with this off, record
+#: by record, which finds and names the first problem.
+FASTA_AT_ONCE = True
 
 
 @dataclass(frozen=True)
@@ -264,6 +272,19 @@ def _parse_fastq(data: bytes, start: int, source: str) -> _Parsed:
 
 def _parse_bytes(data: bytes, source: str) -> _Parsed:
     """Decompress if gzip, check for text, detect FASTA/FASTQ and parse."""
+    return _parse_text(*_text(data, source), source)
+
+
+def _parse_text(data: bytes, start: int, source: str) -> _Parsed:
+    """Parse FASTA or FASTQ text whose first record starts at ``start``."""
+    if data[start : start + 1] == b">":
+        return _parse_fasta(data, start, source)
+    return _parse_fastq(data, start, source)
+
+
+def _text(data: bytes, source: str) -> tuple[bytes, int]:
+    """The text of FASTA or FASTQ input (gzip decompressed, a BOM dropped) and
+    where its first record starts (its '>' or '@'); an error for anything else."""
     if data[:2] == _GZIP_MAGIC:
         try:
             data = gzip.decompress(data)
@@ -289,11 +310,8 @@ def _parse_bytes(data: bytes, source: str) -> _Parsed:
         raise _error(
             "no records, only blank lines: expected '>' or '@' at the start of a record", source=source, line=1
         )
-    first = data[start : start + 1]
-    if first == b">":
-        return _parse_fasta(data, start, source)
-    if first == b"@":
-        return _parse_fastq(data, start, source)
+    if data[start : start + 1] in (b">", b"@"):
+        return data, start
     raise _error(
         f"expected '>' or '@' at the start of a record, found {_show_char(data, start)}",
         source=source, line=_line_at(data, start),
@@ -368,19 +386,69 @@ def _validate(parsed: _Parsed, alphabet: Alphabet | None) -> SequenceRecords:
     if first_problem is not None:
         raise first_problem
 
+    return _records(parsed.ids, parsed.descriptions, joined, lengths, alphabet, source)
+
+
+def _records(ids: list[str], descriptions: list[str], joined: bytes, lengths: np.ndarray,
+             alphabet: Alphabet | None, source: str) -> SequenceRecords:
+    """Records of checked residues (``joined``, each record's ``lengths`` of
+    them in turn), upper-cased, the alphabet detected where not given."""
     upper = joined.upper()
     if alphabet is None:
         alphabet = detect_alphabet(np.frombuffer(upper, dtype=np.uint8))
     text = upper.decode("ascii")
+    ends = np.cumsum(lengths)
     starts = (ends - lengths).tolist()
     sequences = [text[a:b] for a, b in zip(starts, ends.tolist())]
     return SequenceRecords(
-        ids=list(parsed.ids),
-        descriptions=list(parsed.descriptions),
+        ids=list(ids),
+        descriptions=list(descriptions),
         sequences=sequences,
         alphabet=alphabet,
         source=source,
     )
+
+
+def _fasta_at_once(data: bytes, start: int, source: str,
+                   alphabet: Alphabet | None) -> SequenceRecords | None:
+    """FASTA whose first '>' is at ``start``, found and checked in passes over
+    the whole text (NumPy and bytes methods) instead of record by record:
+    the records :func:`_parse_fasta` and :func:`_validate` would give, or
+    None where anything is amiss (an empty or duplicate id, an empty record,
+    a byte that is no letter of the alphabet), for them to find and name the
+    first problem. 13,622 proteins (4.6 MB): 0.09 s record by record."""
+    arr = np.frombuffer(data, dtype=np.uint8)
+    size = arr.size
+    newlines = np.flatnonzero(arr == 10)
+    # records start at `start` and at each '>' right after a newline (split on
+    # b"\n>" as _parse_fasta does); a header runs to its line's newline
+    after = newlines + 1
+    after = after[(after > start) & (after < size)]
+    heads = np.concatenate(([start], after[arr[after] == ord(">")]))
+    k = np.searchsorted(newlines, heads)
+    line_ends = np.append(newlines, size)[k]
+    body_starts = np.minimum(line_ends + 1, size)
+    body_ends = np.append(heads[1:], size)
+    bounds = list(zip(body_starts.tolist(), body_ends.tolist()))
+    joined = b"".join([data[a:b] for a, b in bounds]).translate(None, _WHITESPACE)
+    # residues a record: its bytes less those up to ' ' (whitespace, or a
+    # control byte, which the letters' check refuses below)
+    low = np.flatnonzero(arr <= 32)
+    lengths = (body_ends - body_starts) - (np.searchsorted(low, body_ends)
+                                           - np.searchsorted(low, body_starts))
+    if int(lengths.sum()) != len(joined) or lengths.size == 0 or not lengths.all():
+        return None
+    mask = allowed_mask(alphabet) if alphabet is not None else _ANY_MASK
+    if joined.translate(None, np.flatnonzero(mask).astype(np.uint8).tobytes()):
+        return None  # a byte outside the alphabet
+    headers = b"\n".join([data[a + 1 : b] for a, b in zip(heads.tolist(), line_ends.tolist())])
+    fields = _HEADER_FIELDS.findall(headers.decode("utf-8"))
+    if len(fields) != len(bounds):
+        return None
+    ids = [ident for ident, _ in fields]
+    if not all(ids) or len(set(ids)) != len(ids):
+        return None
+    return _records(ids, [desc for _, desc in fields], joined, lengths, alphabet, source)
 
 
 # --------------------------------------------------------------------------------------
@@ -481,7 +549,12 @@ def read_sequences(
     """
     checked = _check_alphabet_option(alphabet)
     data, name = _read_source(source)
-    return _validate(_parse_bytes(data, name), checked)
+    text, start = _text(data, name)
+    if FASTA_AT_ONCE and text[start : start + 1] == b">":
+        records = _fasta_at_once(text, start, name, checked)
+        if records is not None:
+            return records
+    return _validate(_parse_text(text, start, name), checked)
 
 
 def records_from_python(

@@ -493,3 +493,87 @@ def test_round_trip(tmp_path_factory, records, width, crlf, fastq):
     )
     again = records_from_python(plain.sequences, ids=plain.ids, alphabet=plain.alphabet)
     assert again.sequences == plain.sequences
+
+
+# ---------------------------------------------------------------------------------
+# FASTA read in whole-text passes (sequences.FASTA_AT_ONCE) against record by record
+# ---------------------------------------------------------------------------------
+
+_HEADER_BITS = ["id", "x", "sp|P1|A_B", "é", "", " ", "\t", "\r", "  desc", "\tand more",
+                "a  b\tc ", "\x0b", "\x0c", "dup", ">", "\u00a0nb"]
+_BODY_BITS = ["ACGT", "acgu", "MKVLA", "wyB", "N", "", " ", "\t", "\r", "\n", "\n\n",
+              "\x0b", "\x0c", "*", "-", "1", ">", "\x01", "é"]
+
+
+def _read_both(data: bytes, monkeypatch, alphabet=None):
+    """``read_sequences`` on ``data`` with the whole-text pass and record by
+    record: each either its records or its error's message."""
+    from pairalign import sequences
+
+    out = []
+    for at_once in (True, False):
+        monkeypatch.setattr(sequences, "FASTA_AT_ONCE", at_once)
+        try:
+            r = read_bytes(data, alphabet=alphabet)
+            out.append((r.ids, r.descriptions, r.sequences, r.alphabet, r.source))
+        except InputError as exc:
+            out.append(str(exc))
+    return out
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lead=st.sampled_from(["", "\n", " \n", "\n\n  ", "  "]),
+       records=st.lists(st.tuples(st.lists(st.sampled_from(_HEADER_BITS), max_size=4),
+                                  st.lists(st.sampled_from(_BODY_BITS), max_size=6)),
+                        min_size=1, max_size=6),
+       newline=st.sampled_from(["\n", "\r\n"]), last_newline=st.booleans(),
+       alphabet=st.sampled_from([None, "protein", "dna"]))
+def test_fasta_read_at_once_as_record_by_record(monkeypatch, lead, records, newline,
+                                                last_newline, alphabet):
+    """Any FASTA text (blank lines, CRLF, whitespace in headers and sequences,
+    empty or duplicate ids, empty records, bytes outside the alphabet, UTF-8,
+    no final newline): the whole-text pass gives the records, or the error,
+    that reading record by record gives."""
+    text = lead + "".join(
+        ">" + "".join(head) + newline + "".join(body).replace("\n", newline) + newline
+        for head, body in records)
+    if not last_newline:
+        text = text.rstrip("\r\n")
+    fast, slow = _read_both(text.encode("utf-8"), monkeypatch, alphabet)
+    assert fast == slow
+
+
+_DESC_BITS = ["", " desc", "\tand more", "  a  b\tc ", " é", "\r", " \x0b", " x\x0cy", " >"]
+_GOOD_BODY = ["ACGT", "acgu", "MKVLA", "wyB", "N", " ", "\t", "\r", "\n", "\n\n", "\x0b"]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lead=st.sampled_from(["", "\n", " \n", "  "]),
+       records=st.lists(st.tuples(st.sampled_from(["", " ", "\t"]), st.sampled_from(_DESC_BITS),
+                                  st.lists(st.sampled_from(_GOOD_BODY), min_size=1, max_size=6)),
+                        min_size=1, max_size=6),
+       newline=st.sampled_from(["\n", "\r\n"]), last_newline=st.booleans())
+def test_fasta_read_at_once_as_record_by_record_on_good_input(monkeypatch, lead, records,
+                                                              newline, last_newline):
+    """FASTA text with unique ids, whitespace in headers and sequences, CRLF,
+    blank lines, no final newline: the same records either way, most of
+    them (those with a residue each) found by the whole-text pass."""
+    from pairalign import sequences
+
+    text = lead + "".join(
+        ">" + pad + f"r{k}" + desc + newline + "".join(body).replace("\n", newline) + newline
+        for k, (pad, desc, body) in enumerate(records))
+    if not last_newline:
+        text = text.rstrip("\r\n")
+    data = text.encode("utf-8")
+    fast, slow = _read_both(data, monkeypatch)
+    assert fast == slow
+    found = sequences._fasta_at_once(data, data.index(b">"), "<input>", None)
+    assert (found is not None) == (not isinstance(slow, str))
+
+
+def test_fasta_read_at_once_on_the_shared_files(monkeypatch):
+    """The project's FASTA files read the same either way."""
+    for name in ("proteome_HG003687.faa", "adeno_fiber.faa", "genes_CP040672.fna"):
+        fast, slow = _read_both((DATA / name).read_bytes(), monkeypatch)
+        assert not isinstance(fast, str) and fast == slow
