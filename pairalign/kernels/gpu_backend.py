@@ -705,12 +705,15 @@ class GPUBackend:
         windows by this leaves their plans to the launching thread, while
         earlier windows run; each window is checked exactly there, before
         it launches (``_LocalRun._fits``). Recorded for :meth:`_job_slot_bytes`."""
-        plans = self._job_plans(job)
-        r, count, span = self._row_spans(job, w)
-        size = int(_pairs_bytes(job.traceback, plans["lengths"].rows[r], span, count).sum())
-        size += _WINDOW_BYTES
-        plans["sizes"].setdefault(w, size)  # an exact size, where known, stays
+        size = self._pairs_bound(job, w) + _WINDOW_BYTES
+        self._job_plans(job)["sizes"].setdefault(w, size)  # an exact size, where known, stays
         return size
+
+    def _pairs_bound(self, job: Job, w: Window) -> int:
+        """The :func:`_pairs_bytes` of a window's pairs, summed (nothing recorded)."""
+        r, count, span = self._row_spans(job, w)
+        rows = self._job_plans(job)["lengths"].rows[r]
+        return int(_pairs_bytes(job.traceback, rows, span, count).sum())
 
     def _row_spans(self, job: Job, w: Window):
         """Each row of a window (sorted positions), its pairs, and the lengths
@@ -837,10 +840,8 @@ class GPUBackend:
     def _job_bytes_bound(self, job: Job) -> int:
         """The device bytes of all of ``job``'s pairs, by :func:`_pairs_bytes`
         (as :meth:`window_bytes_bound` takes a window's)."""
-        whole = Window(0, len(job.rows), 0, len(job.col_set), job.triangle, 0, 0)
-        r, count, span = self._row_spans(job, whole)
-        rows = self._job_plans(job)["lengths"].rows[r]
-        return int(_pairs_bytes(job.traceback, rows, span, count).sum())
+        return self._pairs_bound(job, Window(0, len(job.rows), 0, len(job.col_set),
+                                             job.triangle, 0, 0))
 
     def _job_slot_bytes(self, job: Job) -> int:
         """Bytes of the largest window that the device can hold among the
