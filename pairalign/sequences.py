@@ -270,11 +270,6 @@ def _parse_fastq(data: bytes, start: int, source: str) -> _Parsed:
     return parsed
 
 
-def _parse_bytes(data: bytes, source: str) -> _Parsed:
-    """Decompress if gzip, check for text, detect FASTA/FASTQ and parse."""
-    return _parse_text(*_text(data, source), source)
-
-
 def _parse_text(data: bytes, start: int, source: str) -> _Parsed:
     """Parse FASTA or FASTQ text whose first record starts at ``start``."""
     if data[start : start + 1] == b">":
