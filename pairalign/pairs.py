@@ -575,9 +575,9 @@ class Placement:
 
     def _host_ops_up(self) -> list | None:
         """The host's operation entries ``(ranks, offsets, codes, lengths)``
-        for the device to place beside its own (HOST_OPS_TO_DEVICE), or None
-        where they stay on the host."""
-        return self.ops if HOST_OPS_TO_DEVICE else None
+        for the device to place beside its own (HOST_OPS_TO_DEVICE; none
+        where there are none), or None where they stay on the host."""
+        return self.ops if HOST_OPS_TO_DEVICE or not self.ops else None
 
     def _place_early(self, pool):
         """Where every pair's operations are on one device that sums their
@@ -586,17 +586,15 @@ class Placement:
         future of ``(code, length)``; else None."""
         owner = self._device_owner()
         host = self._host_ops_up()
-        if (owner is None or (self.ops and host is None)
-                or not getattr(owner, "offsets_on_device", False)):
+        if owner is None or host is None or not getattr(owner, "offsets_on_device", False):
             return None
         total = sum(int(ops.code.size) for ops in self.device_ops)
-        total += sum(len(code) for _, _, code, _ in self.ops)
-        extra = _entries_bytes(self.ops)
+        total += sum(len(code) for _, _, code, _ in host)
         if not owner.can_place_ops(total, self.total, offsets_on_device=True,
-                                   **({"extra": extra} if extra else {})):
+                                   extra=_entries_bytes(host)):
             return None
         early = pool.submit(owner.place_ops, self.device_ops, None, total, self.total,
-                            out=self._reserved(total), **({"host": host} if host else {}))
+                            out=self._reserved(total), host=host)
         self.ops = []  # the device places them
         return early
 
