@@ -463,6 +463,31 @@ def test_upload_through_staging_halves(monkeypatch, staging):
     assert len(syncs) == max(0, halves - 2) + min(halves, 2)
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 40), max_size=6), st.integers(1, 16))
+def test_staged_pieces_fill_the_halves_in_turn(sizes, half):
+    """Every byte of every array lands once, in order, in a half that
+    alternates 0, 1, 0, ...; each half but the last is filled to its end
+    from its start, and no half is yielded without bytes."""
+    got = list(gpu_backend._staged_pieces(sizes, half))
+    assert [k for k, _ in got] == [i % 2 for i in range(len(got))]
+    seen = [[] for _ in sizes]
+    for h, (k, pieces) in enumerate(got):
+        assert pieces
+        spots = [(at, n) for _, _, at, n in pieces]
+        assert spots[0][0] == k * half
+        for (at, n), (nxt, _) in zip(spots, spots[1:]):
+            assert at + n == nxt
+        end = spots[-1][0] + spots[-1][1]
+        assert end <= (k + 1) * half and (h == len(got) - 1 or end == (k + 1) * half)
+        for i, done, _, n in pieces:
+            assert n > 0
+            seen[i].append((done, n))
+    for size, cuts in zip(sizes, seen):
+        assert sum(n for _, n in cuts) == size
+        assert all(d == sum(n for _, n in cuts[:j]) for j, (d, _) in enumerate(cuts))
+
+
 def test_download_needs_a_staging_buffer_of_two_halves(monkeypatch):
     """A staging buffer of one byte has no halves: a clear error, not a hang."""
     monkeypatch.setattr(gpu_backend, "STAGING_BYTES", 1)

@@ -470,6 +470,27 @@ def window_bytes(plan: LayoutPlan, traceback: bool) -> int:
                   for count, dtype in window_arrays(plan, traceback).values())[1]
 
 
+def _staged_pieces(sizes: list[int], half: int) -> Iterator[tuple[int, list]]:
+    """Arrays of ``sizes`` bytes cut into pieces that fill the two halves of
+    a staging buffer (``half`` bytes each) in turn, cut mid-element where a
+    half ends: for each half filled, ``(k, pieces)``, ``k`` the half (0 or 1)
+    and each piece ``(array, at in it, at in the buffer, n)``; no half for no
+    bytes."""
+    k, used, pieces = 0, 0, []
+    for i, size in enumerate(sizes):
+        done = 0
+        while done < size:
+            if used == half:
+                yield k, pieces
+                k, used, pieces = k ^ 1, 0, []
+            n = min(size - done, half - used)
+            pieces.append((i, done, k * half + used, n))
+            used += n
+            done += n
+    if pieces:
+        yield k, pieces
+
+
 def _at_least(store: dict, key, nbytes: int, allocate):
     """``store[key]``, replaced by ``allocate(nbytes)`` where missing or smaller
     (the old buffer back to its pool before the new one is taken)."""
@@ -930,10 +951,7 @@ class GPUBackend:
             if any(o.shape != a.shape or o.dtype != a.dtype or not o.flags.c_contiguous
                    for o, a in zip(out, arrays)) or len(out) != len(arrays):
                 raise ValueError("download into arrays of other shapes, types or layouts")
-        buf = self._staging(stream)
-        half = buf.nbytes // 2
-        if half == 0:
-            raise ValueError(f"STAGING_BYTES is {buf.nbytes}: a download needs two halves")
+        buf, half = self._halves(stream, "a download")
         # each half's copies queued on the device: (dest bytes, at, from, n),
         # and the event after them
         queued: list[list[tuple[np.ndarray, int, int, int]]] = [[], []]
@@ -949,32 +967,21 @@ class GPUBackend:
             self._add("d2h", t1 - t)
             self._add("copy_out", time.perf_counter() - t1)
 
-        def close(k: int) -> None:
+        dsts = [o.reshape(-1).view(np.uint8) for o in out]
+        last = 0
+        for k, pieces in _staged_pieces([a.nbytes for a in arrays], half):
+            if ends[k] is not None:  # its last copies, out before it is refilled
+                drain(k)
+            for i, done, at, n in pieces:
+                cp.cuda.runtime.memcpyAsync(buf.ctypes.data + at, arrays[i].data.ptr + done, n,
+                                            cp.cuda.runtime.memcpyDeviceToHost, stream.ptr)
+                queued[k].append((dsts[i], done, at, n))
             ends[k] = cp.cuda.Event(block=False, disable_timing=True)
             ends[k].record(stream)
-
-        k, used = 0, 0
-        for a, o in zip(arrays, out):
-            dst = o.reshape(-1).view(np.uint8)
-            done = 0
-            while done < a.nbytes:
-                if used == half:
-                    close(k)
-                    k ^= 1
-                    if ends[k] is not None:
-                        drain(k)
-                    used = 0
-                n = min(a.nbytes - done, half - used)
-                at = k * half + used
-                cp.cuda.runtime.memcpyAsync(buf.ctypes.data + at, a.data.ptr + done, n,
-                                            cp.cuda.runtime.memcpyDeviceToHost, stream.ptr)
-                queued[k].append((dst, done, at, n))
-                used += n
-                done += n
-        close(k)
-        for j in (k ^ 1, k):  # the older half first
-            if ends[j] is not None:
-                drain(j)
+            last = k
+        for k in (last ^ 1, last):  # the older half first
+            if ends[k] is not None:
+                drain(k)
         return out
 
     def _upload_staged(self, arrays: list[np.ndarray], stream) -> list:
@@ -986,44 +993,31 @@ class GPUBackend:
         the H100 (NOTES.md, v44)."""
         cp = self.cp
         out = [cp.empty(a.shape, a.dtype) for a in arrays]
-        buf = self._staging(stream)
-        half = buf.nbytes // 2
-        if half == 0:
-            raise ValueError(f"STAGING_BYTES is {buf.nbytes}: an upload needs two halves")
-        # each half's pieces: (source bytes, at, into the buffer at, n; device address)
-        filled: list[list] = [[], []]
+        buf, half = self._halves(stream, "an upload")
+        srcs = [np.ascontiguousarray(a).reshape(-1).view(np.uint8) for a in arrays]
         ends: list = [None, None]
-
-        def send(k: int) -> None:
+        for k, pieces in _staged_pieces([s.nbytes for s in srcs], half):
             if ends[k] is not None:
                 ends[k].synchronize()  # the device's copy out of this half
-            self._copy_out([piece[:4] for piece in filled[k]], buf, into=True)
-            for _, _, at, n, to in filled[k]:
-                cp.cuda.runtime.memcpyAsync(to, buf.ctypes.data + at, n,
+            self._copy_out([(srcs[i], done, at, n) for i, done, at, n in pieces], buf,
+                           into=True)
+            for i, done, at, n in pieces:
+                cp.cuda.runtime.memcpyAsync(out[i].data.ptr + done, buf.ctypes.data + at, n,
                                             cp.cuda.runtime.memcpyHostToDevice, stream.ptr)
             ends[k] = cp.cuda.Event(block=False, disable_timing=True)
             ends[k].record(stream)
-            filled[k] = []
-
-        k, used = 0, 0
-        for a, d in zip(arrays, out):
-            src = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
-            done = 0
-            while done < src.nbytes:
-                if used == half:
-                    send(k)
-                    k ^= 1
-                    used = 0
-                n = min(src.nbytes - done, half - used)
-                filled[k].append((src, done, k * half + used, n, d.data.ptr + done))
-                used += n
-                done += n
-        if filled[k]:
-            send(k)
         for e in ends:  # the buffer is the stream's next download's
             if e is not None:
                 e.synchronize()
         return out
+
+    def _halves(self, stream, what: str) -> tuple[np.ndarray, int]:
+        """``stream``'s staging buffer (:meth:`_staging`) and its halves' size."""
+        buf = self._staging(stream)
+        half = buf.nbytes // 2
+        if half == 0:
+            raise ValueError(f"STAGING_BYTES is {buf.nbytes}: {what} needs two halves")
+        return buf, half
 
     def _copy_out(self, pieces: list[tuple[np.ndarray, int, int, int]], buf: np.ndarray,
                   into: bool = False) -> None:
