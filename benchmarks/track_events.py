@@ -29,6 +29,15 @@ step where any of its 64 lanes does. The floors:
 Every floor must end each pair on the kernel's end cell (checked; a
 mismatch stops the run). Printed per workload: warp-steps, and each
 floor's share of them that enter, with the lanes' records and ties.
+
+Then the F pre-tests (v45): a lane could skip its column maximum (one DPX
+instruction a row pair, local's whole end-cell cost on the ALU pipe) where
+F leaving its rows shows that none of them reaches the kernel's floor. F
+below row i is at least H(r) - go - (i - r) ge for every row r above it in
+the lane, so a row's H >= B forces F + go + (q - 1) ge >= B below the last
+of q rows: exact as a pre-test. ``F pre-test, q rows``: the share of
+warp-steps in which some lane passes it, tested below every q rows (32 /
+q tests a lane); the warp computes its maxima in those.
 """
 
 from __future__ import annotations
@@ -45,17 +54,21 @@ from pairalign.scoring import Scoring
 ROWS, LANES = 32, 4  # a lane's rows, a band's lanes (32 x 4: the score-only shape)
 FLOORS = ("kernel", "ties that can win", "ties in the band", "seeded",
           "seeded, ties in the band")
+PRETESTS = np.array([32, 16, 8], np.int64)  # rows below which F is tested
 
 
 @numba.njit(cache=True)
-def stripe_maxima(a, b, matrix, go, ge, rows):
+def stripe_maxima(a, b, matrix, go, ge, rows, pretests):
     """Local H of query ``a`` against target ``b``; per stripe of ``rows``
     rows and column, the maximum (at least 0) and the first row (1-based)
-    that holds it (0 where the maximum is 0)."""
+    that holds it (0 where the maximum is 0), and for each q of
+    ``pretests`` the highest F + go + (q - 1) ge below a block of q of its
+    rows (the F pre-test's bound)."""
     n, m = a.size, b.size
     stripes = (n + rows - 1) // rows
     cmax = np.zeros((stripes, m + 1), np.int32)
     crow = np.zeros((stripes, m + 1), np.int32)
+    fbound = np.full((pretests.size, stripes, m + 1), -(1 << 28), np.int32)
     h = np.zeros(n + 1, np.int32)
     e = np.full(n + 1, -(1 << 28), np.int32)
     col = np.zeros(n + 1, np.int32)
@@ -66,20 +79,27 @@ def stripe_maxima(a, b, matrix, go, ge, rows):
             e[i] = max(e[i] - ge, h[i] - go)
             f = max(f - ge, col[i - 1] - go)
             col[i] = max(0, h[i - 1] + matrix[a[i - 1], b[j - 1]], e[i], f)
+            for k in range(pretests.size):
+                q = pretests[k]
+                if i % q == 0 or i == n:
+                    bound = max(f - ge, col[i] - go) + go + (q - 1) * ge
+                    s = (i - 1) // rows
+                    fbound[k, s, j] = max(fbound[k, s, j], bound)
         for i in range(1, n + 1):
             h[i] = col[i]
             s = (i - 1) // rows
             if col[i] > cmax[s, j]:
                 cmax[s, j] = col[i]
                 crow[s, j] = i
-    return cmax, crow
+    return cmax, crow, fbound
 
 
 @numba.njit(cache=True)
-def pair_entries(cmax, crow, seed, nbands, enter):
+def pair_entries(cmax, crow, fbound, seed, nbands, enter, pre):
     """Mark in ``enter[f, band, j - 1]`` each (band, column) where a lane of
-    this pair enters under floor f; return each floor's end cell (best, row,
-    column) and its records and ties."""
+    this pair enters under floor f, and in ``pre[k, band, j - 1]`` where one
+    passes F pre-test k under the kernel's floor; return each floor's end
+    cell (best, row, column) and its records and ties."""
     stripes, m1 = cmax.shape
     m = m1 - 1
     nf = enter.shape[0]
@@ -95,6 +115,9 @@ def pair_entries(cmax, crow, seed, nbands, enter):
                     break
                 c, first = cmax[s, j], crow[s, j]
                 i0 = s * ROWS  # the lane's rows are i0 + 1 onwards
+                for k in range(fbound.shape[0]):
+                    if fbound[k, s, j] >= max(best[0], 1):
+                        pre[k, band, j - 1] = True
                 for f in range(nf):
                     b = best[f]
                     if f == 0:
@@ -127,24 +150,28 @@ def seed_of(a: np.ndarray, b: np.ndarray, matrix: np.ndarray) -> int:
     return int(matrix[np.ix_(np.unique(a), np.unique(b))].max())
 
 
-def warp(queries, targets, matrix, go, ge) -> tuple[int, np.ndarray, np.ndarray]:
-    """(warp-steps, steps entered per floor, records and ties per floor) of one
-    warp: two queries against the same eight targets."""
+def warp(queries, targets, matrix, go, ge) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+    """(warp-steps, steps entered per floor, records and ties per floor,
+    steps passing each F pre-test) of one warp: two queries against the
+    same eight targets."""
     n = max(q.size for q in queries)
     nbands = -(-n // (ROWS * LANES))
     m_warp = max(t.size for t in targets)
     enter = np.zeros((len(FLOORS), nbands, m_warp), np.bool_)
+    pre = np.zeros((PRETESTS.size, nbands, m_warp), np.bool_)
     counts = np.zeros((len(FLOORS), 2), np.int64)
     for q in queries:
         for t in targets:
-            cmax, crow = stripe_maxima(q, t, matrix, go, ge, ROWS)
-            best, bi, bj, c = pair_entries(cmax, crow, seed_of(q, t, matrix), nbands, enter)
+            cmax, crow, fbound = stripe_maxima(q, t, matrix, go, ge, ROWS, PRETESTS)
+            best, bi, bj, c = pair_entries(cmax, crow, fbound, seed_of(q, t, matrix), nbands,
+                                           enter, pre)
             ends = set(zip(best.tolist(), bi.tolist(), bj.tolist()))
             if len(ends) != 1:
                 raise SystemExit(f"track_events.py: the floors end on different cells: {ends}")
             counts += c
     # a step of the warp runs its longest target's columns in every band
-    return nbands * m_warp, enter.reshape(len(FLOORS), -1).sum(axis=1), counts
+    return (nbands * m_warp, enter.reshape(len(FLOORS), -1).sum(axis=1), counts,
+            pre.reshape(PRETESTS.size, -1).sum(axis=1))
 
 
 def encode(seqs, sc) -> list[np.ndarray]:
@@ -184,14 +211,18 @@ def main() -> None:
           f"{'lane records a step':>19} {'lane ties a step':>16}")
     for name, seqs in workloads:
         steps, entered, counts = 0, np.zeros(len(FLOORS)), np.zeros((len(FLOORS), 2))
+        passed = np.zeros(PRETESTS.size)
         for queries, targets in warps_of(seqs, args.warps, rng):
-            s, e, c = warp(queries, targets, matrix, sc.gap_open, sc.gap_extend)
+            s, e, c, p = warp(queries, targets, matrix, sc.gap_open, sc.gap_extend)
             steps += s
             entered += e
             counts += c
+            passed += p
         for f, floor in enumerate(FLOORS):
             print(f"{name:<12} {floor:<26} {entered[f] / steps:18.3f} "
                   f"{counts[f, 0] / steps:19.3f} {counts[f, 1] / steps:16.3f}")
+        for k, q in enumerate(PRETESTS):
+            print(f"{name:<12} {f'F pre-test, {q} rows':<26} {passed[k] / steps:18.3f}")
 
 
 if __name__ == "__main__":
