@@ -681,11 +681,26 @@ struct Stripe2 {
                                           volatile unsigned& floor, int (&best)[2], int (&bi)[2],
                                           int (&bj)[2]) const {
         if (mode == LOCAL) {
+#ifdef TRACK_NONE  // benchmarks only: what local's end-cell tracking costs (no best at all)
+            if (!want_tb) return;
+#endif
             unsigned c2 = __vimax3_s16x2(hl[0], hl[1], hl[2]);
 #pragma unroll
             for (int r = 3; r + 1 < R; r += 2) c2 = __vimax3_s16x2(c2, hl[r], hl[r + 1]);
             c2 = max2(c2, hl[R - 1]);  // R is even
             const unsigned f = floor;
+#ifdef TRACK_NO_ROWS  // benchmarks only: the slow path entered as it is, its row search left out
+            if (!want_tb && max2(c2, f) != f) {
+#pragma unroll
+                for (int k = 0; k < 2; ++k) {
+                    const int c = half(c2, k);
+                    if (c > best[k]) { best[k] = c; bi[k] = i0 + 1; bj[k] = j; }
+                }
+                floor = max2(floor, (((unsigned)max(best[1] - 1, 0)) << 16)
+                                    | (unsigned)max(best[0] - 1, 0));
+                return;
+            }
+#endif
             if (max2(c2, f) != f) {
                 // Which rows reach the column's maximum, both halves at once:
                 // relu(H - c2 + 1) is 1 there and 0 elsewhere (H <= c2), one
