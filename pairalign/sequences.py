@@ -50,6 +50,13 @@ _ANY_MASK = allowed_mask("protein") | allowed_mask("dna")
 FASTA_AT_ONCE = True
 
 
+def _letters(alphabet: Alphabet | None) -> np.ndarray:
+    """The bytes a residue may be (a 256-entry mask): the alphabet's, or
+    where it is to be detected, any protein's or DNA's. Both readers check by
+    it (record by record and in whole-text passes), so they refuse alike."""
+    return allowed_mask(alphabet) if alphabet is not None else _ANY_MASK
+
+
 @dataclass(frozen=True)
 class SequenceRecords:
     """Validated sequences with their ids, in input order.
@@ -361,7 +368,7 @@ def _validate(parsed: _Parsed, alphabet: Alphabet | None) -> SequenceRecords:
     ends = np.cumsum(lengths)
     joined = b"".join(seqs)
     residues = np.frombuffer(joined, dtype=np.uint8)
-    mask = allowed_mask(alphabet) if alphabet is not None else _ANY_MASK
+    mask = _letters(alphabet)
     bad = ~mask[residues]
     if bad.any():
         at = int(np.argmax(bad))
@@ -433,7 +440,7 @@ def _fasta_at_once(data: bytes, start: int, source: str,
                                            - np.searchsorted(low, body_starts))
     if int(lengths.sum()) != len(joined) or lengths.size == 0 or not lengths.all():
         return None
-    mask = allowed_mask(alphabet) if alphabet is not None else _ANY_MASK
+    mask = _letters(alphabet)
     if joined.translate(None, np.flatnonzero(mask).astype(np.uint8).tobytes()):
         return None  # a byte outside the alphabet
     headers = b"\n".join([data[a + 1 : b] for a, b in zip(heads.tolist(), line_ends.tolist())])
