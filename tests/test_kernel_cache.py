@@ -28,7 +28,22 @@ def test_kernels_cached_with_other_conventions_are_dropped(tmp_path):
     assert not drop_stale(tmp_path)
 
 
-def test_no_cache_folder_is_left_alone(tmp_path):
+def test_a_first_run_without_a_cache_folder_stamps_the_kernels_it_compiles(tmp_path):
+    # Python told not to write bytecode: no __pycache__ before numba's first cache
     (tmp_path / "conventions.py").write_text("OP_INS = 2\n")
     assert not drop_stale(tmp_path)
-    assert not (tmp_path / "__pycache__").exists()
+    cache = tmp_path / "__pycache__"
+    assert len(list(cache.glob("conventions-*.stamp"))) == 1
+    compiled = [cache / "cpu._walk-1.py311.nbi", cache / "cpu._walk-1.py311.1.nbc"]
+    for f in compiled:  # what the first run's numba writes
+        f.write_bytes(b"x")
+    # the next run keeps them (it used to drop them and compile everything again)
+    assert not drop_stale(tmp_path)
+    assert all(f.exists() for f in compiled)
+
+
+def test_a_cache_folder_that_cannot_be_made_is_left_alone(tmp_path):
+    (tmp_path / "conventions.py").write_text("OP_INS = 2\n")
+    (tmp_path / "__pycache__").write_bytes(b"")  # a file where the folder would go
+    assert not drop_stale(tmp_path)
+    assert (tmp_path / "__pycache__").is_file()

@@ -22,7 +22,13 @@ def drop_stale(folder: Path = _HERE) -> bool:
     """Remove ``folder``'s cached numba kernels (``__pycache__/*.nbi`` and
     ``*.nbc``) unless they were compiled with the ``conventions.py`` that is
     there now; returns whether any were removed. Once a process for this
-    package's folder; a cache that cannot be written is left as it is."""
+    package's folder; a cache that cannot be written is left as it is.
+
+    The stamp is written even where there is no cache yet (its folder made):
+    the kernels this process compiles are cached with the conventions of now.
+    Without it, the run after a first one with no ``__pycache__`` (Python told
+    not to write bytecode, as container images often are) would find them
+    unstamped, drop them and compile every kernel again."""
     global _checked
     if folder == _HERE:
         if _checked:
@@ -32,11 +38,12 @@ def drop_stale(folder: Path = _HERE) -> bool:
     try:
         digest = hashlib.sha256((folder / "conventions.py").read_bytes()).hexdigest()[:16]
         stamp = cache / f"conventions-{digest}.stamp"
-        if not cache.is_dir() or stamp.exists():
+        if stamp.exists():
             return False
         stale = [f for pattern in ("*.nbi", "*.nbc") for f in cache.glob(pattern)]
         for f in stale + list(cache.glob("conventions-*.stamp")):
             f.unlink(missing_ok=True)
+        cache.mkdir(exist_ok=True)
         stamp.touch()
         return bool(stale)
     except OSError:  # a read-only install: numba caches elsewhere or not at all
