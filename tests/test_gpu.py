@@ -610,7 +610,8 @@ def test_layout_kernel_expands_the_plan(triangle, traceback):
         npairs = plan.npairs
         with be.device, be.cp.cuda.Stream(non_blocking=True) as stream:
             a = be._slot_memory(stream, gpu_backend.window_arrays(plan, traceback))
-            lay = be._layout(job, state, plan, a, stream, be._module(job.score_dtype(w)))
+            mod = be._module(job.score_dtype(w), job.mode_code)
+            lay = be._layout(job, state, plan, a, stream, mod)
             stream.synchronize()
         want = expand(plan, JobLengths.of(job.rows.lengths, col_len), state["col_base"],
                       traceback)

@@ -530,6 +530,16 @@ def widest_window(rows: int, cols: int, triangle: bool, workers: int = 1) -> int
     return min(width, -(-max(rows, cols) // BLOCK) * BLOCK)
 
 
+def kernel_names(modes: Iterable[int]) -> list[str]:
+    """The template kernels of ``align.cu`` that ``modes`` (codes) run, as NVRTC
+    names them (a module's ``name_expressions``)."""
+    names = []
+    for m in modes:
+        names += [f"fill<{m},true>", f"fill<{m},false>", f"fill2<{m},true>",
+                  f"fill2<{m},false>", f"walk<{m}>", f"walk_ckpt<{m}>"]
+    return names
+
+
 def module_defines() -> tuple[str, ...]:
     """The macros ``align.cu`` is compiled with (``NAME=VALUE``): the packed
     kernels' shapes and blocks, then :data:`DEFINES`."""
@@ -611,6 +621,7 @@ class GPUBackend:
         self.devices = list(devices) if devices else [0]
         self.device = cp.cuda.Device(self.devices[0])
         self._modules: dict = {}
+        self._compiling: dict = {}  # module key -> Future: see _compile_ahead
         self._plans: dict = {}
         self._states: dict = {}
         self._hp = None
@@ -658,25 +669,65 @@ class GPUBackend:
         props = self.cp.cuda.runtime.getDeviceProperties(self.devices[0])
         return f"gpu {self.devices[0]} ({props['name'].decode()})"
 
-    def _module(self, dtype: np.dtype):
-        defines = module_defines()
-        key = (dtype, defines, SOURCE)
+    def _module(self, dtype: np.dtype, mode: int):
+        """The kernels of one score width and one mode (``align.cu`` compiled
+        by NVRTC; CuPy keeps the result on disk for later runs). One mode's
+        kernels compile in about a quarter of the time of every mode's (the
+        H100's host: 3.6 s against 15.0 s for 16-bit scores), which a first
+        run after an install or an upgrade waits for. A module that
+        :meth:`_compile_ahead` is compiling is waited for."""
+        key = (np.dtype(dtype), mode, module_defines(), SOURCE)
         mod = self._modules.get(key)
         if mod is None:
-            cp = self.cp
-            src = (resources.files("pairalign.kernels").joinpath("align.cu") if SOURCE is None
-                   else Path(SOURCE)).read_text()
-            cc = "".join(map(str, self.device.compute_capability))
-            names = [f"fill<{m},{t}>" for m in range(3) for t in ("true", "false")]
-            names += [f"fill2<{m},{t}>" for m in range(3) for t in ("true", "false")]
-            names += [f"walk<{m}>" for m in range(3)]
-            names += [f"walk_ckpt<{m}>" for m in range(3)]
+            ahead = self._compiling.pop(key, None)
+            mod = ahead.result() if ahead is not None else self._compile(key)
+            self._modules[key] = mod
+        return mod
+
+    def _compile(self, key: tuple):
+        """The module of ``key`` (see :meth:`_module`), compiled and loaded."""
+        dtype, mode, defines, source = key
+        cp = self.cp
+        src = (resources.files("pairalign.kernels").joinpath("align.cu") if source is None
+               else Path(source)).read_text()
+        cc = "".join(map(str, self.device.compute_capability))
+        names = kernel_names([mode])
+        with self.device:
             mod = cp.RawModule(code=src, options=(f"-arch=sm_{cc}", "-std=c++17",
                                                   f"-DSCORE={_CTYPE[dtype]}",
                                                   *(f"-D{d}" for d in defines)),
                                name_expressions=names)
-            self._modules[key] = mod
+            mod.get_function(names[0])  # compiled (NVRTC) and loaded now
         return mod
+
+    def _compile_ahead(self, job: Job) -> None:
+        """Start compiling, each on a thread of its own, the modules that
+        ``job``'s windows may need: its mode's, for the score widths of its
+        shortest and of its longest pairs' extents (a window's width follows
+        from its longest row and column). NVRTC lets go of the GIL: two
+        widths compiled side by side take the time of the slower (the H100's
+        host: 14.1 s for both widths of every mode, against 11.0 and 14.1 s
+        apart)."""
+        rows, cols = job.rows.lengths, job.col_set.lengths
+        if not len(rows) or not len(cols):
+            return
+        widths = {job.scoring.score_dtype(int(rows.min()), int(cols.min())),
+                  job.scoring.score_dtype(int(rows.max()), int(cols.max()))}
+        for dtype in widths:
+            key = (np.dtype(dtype), job.mode_code, module_defines(), SOURCE)
+            if key in self._modules or key in self._compiling:
+                continue
+            ahead: Future = Future()
+
+            def compile_into(key=key, ahead=ahead) -> None:
+                try:
+                    ahead.set_result(self._compile(key))
+                except BaseException as e:  # raised where the module is asked for
+                    ahead.set_exception(e)
+
+            self._compiling[key] = ahead
+            threading.Thread(target=compile_into, name="pairalign-compile",
+                             daemon=True).start()
 
     def _function(self, mod, name: str, shared: int):
         """A kernel of ``mod`` allowed ``shared`` bytes of dynamic shared memory
@@ -1175,6 +1226,7 @@ class GPUBackend:
 
     # running --------------------------------------------------------------
     def prepare(self, job: Job) -> dict:
+        self._compile_ahead(job)
         return self._state(job)
 
     def _state(self, job: Job) -> dict:
@@ -1429,7 +1481,7 @@ class GPUBackend:
         if bounded is None:
             bounded = self._bounded(job)
         dtype = job.score_dtype(w)
-        mod = self._module(dtype)
+        mod = self._module(dtype, job.mode_code)
         h = {"w": w, "mod": mod, "ev": [cp.cuda.Event() for _ in range(5)],
              "slot": stream, "bounded": bounded}
         with stream:
