@@ -601,3 +601,36 @@ def test_checkpoints_fit_the_room_of_the_bits(n, m, lanes, rows, columns, chunk)
         steps = -(-(m + lanes - 1) // chunk) * chunk
         used = steps * lanes + (m // columns) * lanes * r
         assert used <= per_band
+
+
+@pytest.mark.parametrize("longest, widths", [(300, {np.int16}), (6000, {np.int16, np.int32})])
+def test_modules_compiled_ahead_are_those_of_the_jobs_mode_and_widths(monkeypatch, longest,
+                                                                      widths):
+    """``prepare`` starts compiling the job's mode's kernels for the score
+    widths of its shortest and its longest pairs, each once, and ``_module``
+    takes what was compiled ahead instead of compiling again."""
+    from pairalign.job import Job, SortedSet
+    from pairalign.scoring import Scoring
+
+    scoring = Scoring.create("protein")
+    seqs = ["ACDEFGHIKL" * 2, "W" * longest]
+    job = Job("semiglobal", scoring, False, SortedSet.encode(seqs, scoring))
+    be = GPUBackend.planner()
+    be._modules, be._compiling = {}, {}
+    compiled = []
+
+    def compile_(self, key):
+        compiled.append(key)
+        return ("module", key)
+
+    monkeypatch.setattr(GPUBackend, "_compile", compile_)
+    be._compile_ahead(job)
+    be._compile_ahead(job)  # under way already: not started again
+    for ahead in list(be._compiling.values()):
+        ahead.result(timeout=10)
+    assert sorted(k[0] for k in compiled) == sorted(np.dtype(w) for w in widths)
+    assert {k[1] for k in compiled} == {job.mode_code}
+    for key in compiled:
+        assert be._module(key[0], job.mode_code) == ("module", key)
+    be._compile_ahead(job)  # compiled: nothing started
+    assert len(compiled) == len(widths) and not be._compiling
