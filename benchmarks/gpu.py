@@ -136,8 +136,10 @@ def main() -> None:
     # 1. the real proteome, end to end, as the CLI does
     path = DATA / "proteome_HG003687.faa"
     recs = pairalign.read_sequences(path)
-    # warm-up: NVRTC (both score widths) and numba, with traceback and without
-    warm_gpu_backend("local", (True, False), be, sample_cells=2e9)
+    # warm-up: NVRTC (both score widths, every mode run) and numba, with
+    # traceback and without
+    warm_gpu_backend("local", (True, False), be, sample_cells=2e9,
+                     modes=tuple(args.modes.split(",")))
     base_cells = cells_of(recs.lengths)
     sc = Scoring.create("protein")
     for tb in (True, False):

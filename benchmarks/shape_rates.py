@@ -79,7 +79,8 @@ def main() -> None:
     workloads.append(("sampled", f"sampled, n={len(sampled)}", sampled))
     measured: dict = {}  # (variant, mode) -> {workload key: GPU GCUPS}
     for vname, items in variants:
-        run(be, workloads[0][2][:200], args.traceback, items)  # compiles and warms up
+        for mode in ("local", "global"):  # compiles (a module a mode) and warms up
+            run(be, workloads[0][2][:200], args.traceback, items, mode)
         print(f"\nvariant {vname} {','.join(items)}")
         print(f"{'workload':24} {'mode':7} {'cells':>9} {'wall s':>7} {'GPU busy s':>10} "
               f"{'GPU GCUPS':>9} {'of bare':>7}")

@@ -68,7 +68,7 @@ def proteome_or_sampled(cells: float) -> list[str]:
 
 
 def warm_gpu_backend(mode: str, traceback: bool | tuple[bool, ...], backend=None,
-                     sample_cells: float = 0):
+                     sample_cells: float = 0, modes: tuple[str, ...] = ()):
     """A GPU backend (``backend``, or a new one) whose kernels have run once, in
     ``mode``, with and/or without traceback (``traceback``: one setting or
     several, in turn), so that a timed run compiles nothing: on the
@@ -78,9 +78,12 @@ def warm_gpu_backend(mode: str, traceback: bool | tuple[bool, ...], backend=None
     one of its pairs needs it: the proteome's first 400 proteins, the
     warm-up before, hold a 3,485-residue one, and NVRTC compiled the 16-bit
     module in the timed run's first window (7-9 s of its layout on a fresh
-    H100, where the module's first kernel is looked up)."""
+    H100, where the module's first kernel is looked up). A module holds one
+    mode's kernels: those of ``modes`` besides ``mode`` are compiled too,
+    both widths (not run)."""
     from pairalign.engine import run_job
     from pairalign.job import Job, SortedSet
+    from pairalign.kernels.conventions import MODES
     from pairalign.kernels.gpu_backend import GPUBackend
     from pairalign.scoring import Scoring
 
@@ -91,6 +94,9 @@ def warm_gpu_backend(mode: str, traceback: bool | tuple[bool, ...], backend=None
     for tb in (traceback,) if isinstance(traceback, bool) else traceback:
         for warm in (by_length[:400], sample + by_length[-60:]):
             run_job(Job(mode, sc, tb, SortedSet.encode(warm, sc)), be)
+    for other in set(modes) - {mode}:
+        for width in (np.int16, np.int32):
+            be._module(np.dtype(width), MODES[other])
     assert len({key[0] for key in be._modules}) == 2, "both score widths compiled"
     return be
 
