@@ -11,7 +11,7 @@ into fresh and into written memory; and CuPy's device-to-host copies into a
 pinned buffer and into fresh pageable memory, as bounds for what a download
 path could reach. Then what the operations' arrays made ahead
 (``pairs.RESERVE_OPERATIONS``) cost: their pages faulted in by
-``batch_ops.touch_pages`` on one thread and on several, and, as another way
+``pairs.touch_pages`` on one thread and on several, and, as another way
 to download into them, registering written memory with the driver
 (``cudaHostRegister``), the device's copy straight into it, and its
 unregistering.
@@ -90,16 +90,15 @@ def reserve_paths(nbytes: int, threads: int) -> None:
     """Faulting pages in ahead (``touch_pages``), and registered memory."""
     import cupy as cp
 
-    from pairalign.kernels import batch_ops
+    from pairalign.pairs import touch_pages
 
     page = 4096
-    batch_ops.touch_pages(np.empty(page, np.uint8), 0, page, page)  # compiled
     for k in (1, threads):
         a = np.empty(nbytes, np.uint8)
         step = -(-nbytes // k)
         t = time.perf_counter()
         with ThreadPoolExecutor(k) as pool:
-            list(pool.map(lambda lo: batch_ops.touch_pages(a, lo, min(lo + step, nbytes), page),
+            list(pool.map(lambda lo: touch_pages(a, lo, min(lo + step, nbytes), page),
                           range(0, nbytes, step)))
         print(f"touch_pages, {k} thread(s): {rate(nbytes, time.perf_counter() - t)}")
         del a

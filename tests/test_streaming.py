@@ -138,16 +138,14 @@ def test_placement_places_only_once_its_pages_are_touched(recs, staged, monkeypa
 
     from pairalign import engine, pairs
     from pairalign.engine import placement
-    from pairalign.kernels import batch_ops
-
     monkeypatch.setattr(engine, "STAGED_PLACEMENT", staged)
-    touch = batch_ops.touch_pages
+    touch = pairs.touch_pages
 
     def slow(*args):
         time.sleep(0.2)
         touch(*args)
 
-    monkeypatch.setattr(batch_ops, "touch_pages", slow)
+    monkeypatch.setattr(pairs, "touch_pages", slow)
     assert pairs.TOUCH_PLACED
     be, job = _job(recs, None, "local", make_scoring(recs.alphabet), True, "cpu", None, None)
     ref = run_job(job, be)

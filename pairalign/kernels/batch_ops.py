@@ -110,14 +110,6 @@ def fill(out, value):
         out[k] = value
 
 
-@njit(cache=True, nogil=True, boundscheck=False)
-def touch_pages(buf, lo, hi, page):
-    """A zero written every ``page`` bytes of ``buf[lo:hi]`` (bytes), one
-    thread, the GIL released: the pages faulted in ahead of their use."""
-    for k in range(lo, hi, page):
-        buf[k] = 0
-
-
 @njit(cache=True, parallel=True, nogil=True, boundscheck=False)
 def prefix_sums(counts, out):
     """``out[0] = 0``, ``out[k + 1] = counts[:k + 1].sum()``, in parallel: each
