@@ -116,8 +116,8 @@ def touch_pages(buf: np.ndarray, lo: int, hi: int, page: int) -> None:
     faulted in ahead of their use. NumPy lets go of the GIL for the strided
     write (as fast as numba's loop, 0.06 s for 512 MB here) and needs no
     numba: the placement makes its arrays before the run's windows start,
-    and importing numba there held the GIL for 0.3-0.6 s of a command
-    line's start."""
+    where importing numba put 0.4 s of the GIL on the main thread (the H100's
+    host), ahead of the thread that starts numba beside the windows."""
     buf[lo:hi:page] = 0
 
 

@@ -705,9 +705,8 @@ class GPUBackend:
         ``job``'s windows may need: its mode's, for the score widths of its
         shortest and of its longest pairs' extents (a window's width follows
         from its longest row and column). NVRTC lets go of the GIL: two
-        widths compiled side by side take the time of the slower (the H100's
-        host: 14.1 s for both widths of every mode, against 11.0 and 14.1 s
-        apart)."""
+        widths compiled side by side take about the time of the slower (the
+        H100's host: a mode's two, 5.0-5.3 s against 3.5-6.4 s each alone)."""
         rows, cols = job.rows.lengths, job.col_set.lengths
         if not len(rows) or not len(cols):
             return
