@@ -38,9 +38,7 @@ def compile_seconds(names: list[str], score: str = "short") -> float:
     cc = "".join(map(str, cp.cuda.Device().compute_capability))
     src = f"{SOURCE}\n// {next(_unique)} {time.time()}\n"
     t = time.perf_counter()
-    mod = cp.RawModule(code=src, options=(f"-arch=sm_{cc}", "-std=c++17", f"-DSCORE={score}",
-                                          *(f"-D{d}" for d in gb.module_defines())),
-                       name_expressions=names)
+    mod = cp.RawModule(code=src, options=gb.nvrtc_options(score, cc), name_expressions=names)
     mod.get_function(names[0])
     return time.perf_counter() - t
 

@@ -5,7 +5,7 @@ cuobjdump, with the backend's macros.
         [--score short|int] [--cuobjdump PATH]
 
 Compiles ``fill2`` in every mode, score-only and with traceback (``-arch=sm_90``,
-the macros of ``gpu_backend.module_defines``), and prints, for each kernel,
+the options of ``gpu_backend.nvrtc_options``), and prints, for each kernel,
 ptxas's registers and spills, then each innermost loop that does DPX work
 (those of the packed fills: the 32-row score-only step, the 8- and 16-row
 short bands, the traceback step, and ptxas's copies of them on the divergent
@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pairalign.kernels.gpu_backend import module_defines  # noqa: E402
+from pairalign.kernels.gpu_backend import nvrtc_options  # noqa: E402
 
 MODES = {0: "global", 1: "semiglobal", 2: "local"}
 KERNELS = [(m, tb) for tb in (False, True) for m in (2, 0, 1)]
@@ -48,8 +48,7 @@ def compile_sass(source: Path, score: str, cuobjdump: str, work: Path) -> tuple[
     lines += [f"    (void)&fill2<{m}, {'true' if tb else 'false'}>;" for m, tb in KERNELS]
     wrapper.write_text("\n".join([*lines, "}", ""]))
     cubin = wrapper.with_suffix(".cubin")
-    done = subprocess.run(["nvcc", "-cubin", "-arch=sm_90", "-std=c++17", f"-DSCORE={score}",
-                           *(f"-D{d}" for d in module_defines()), "-Xptxas", "-v",
+    done = subprocess.run(["nvcc", "-cubin", *nvrtc_options(score, "90"), "-Xptxas", "-v",
                            "-o", str(cubin), str(wrapper)], capture_output=True, text=True)
     if done.returncode:
         raise SystemExit(f"nvcc failed on {source}:\n{done.stderr}")

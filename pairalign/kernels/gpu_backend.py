@@ -470,6 +470,12 @@ def window_bytes(plan: LayoutPlan, traceback: bool) -> int:
                   for count, dtype in window_arrays(plan, traceback).values())[1]
 
 
+def _module_key(dtype, mode: int) -> tuple:
+    """A compiled module's key: its score width, its mode, the macros and the
+    source of now (a module compiled under others is another's)."""
+    return np.dtype(dtype), mode, module_defines(), SOURCE
+
+
 def _staged_pieces(sizes: list[int], half: int) -> Iterator[tuple[int, list]]:
     """Arrays of ``sizes`` bytes cut into pieces that fill the two halves of
     a staging buffer (``half`` bytes each) in turn, cut mid-element where a
@@ -538,6 +544,15 @@ def kernel_names(modes: Iterable[int]) -> list[str]:
         names += [f"fill<{m},true>", f"fill<{m},false>", f"fill2<{m},true>",
                   f"fill2<{m},false>", f"walk<{m}>", f"walk_ckpt<{m}>"]
     return names
+
+
+def nvrtc_options(score: str, cc: str, defines: tuple[str, ...] | None = None
+                  ) -> tuple[str, ...]:
+    """NVRTC's options for ``align.cu`` with scores of C type ``score`` on a
+    device of compute capability ``cc`` (``"90"``), with ``defines`` (the
+    macros of :func:`module_defines` now, by default)."""
+    return (f"-arch=sm_{cc}", "-std=c++17", f"-DSCORE={score}",
+            *(f"-D{d}" for d in (module_defines() if defines is None else defines)))
 
 
 def module_defines() -> tuple[str, ...]:
@@ -676,7 +691,7 @@ class GPUBackend:
         H100's host: 3.6 s against 15.0 s for 16-bit scores), which a first
         run after an install or an upgrade waits for. A module that
         :meth:`_compile_ahead` is compiling is waited for."""
-        key = (np.dtype(dtype), mode, module_defines(), SOURCE)
+        key = _module_key(dtype, mode)
         mod = self._modules.get(key)
         if mod is None:
             ahead = self._compiling.pop(key, None)
@@ -693,9 +708,7 @@ class GPUBackend:
         cc = "".join(map(str, self.device.compute_capability))
         names = kernel_names([mode])
         with self.device:
-            mod = cp.RawModule(code=src, options=(f"-arch=sm_{cc}", "-std=c++17",
-                                                  f"-DSCORE={_CTYPE[dtype]}",
-                                                  *(f"-D{d}" for d in defines)),
+            mod = cp.RawModule(code=src, options=nvrtc_options(_CTYPE[dtype], cc, defines),
                                name_expressions=names)
             mod.get_function(names[0])  # compiled (NVRTC) and loaded now
         return mod
@@ -713,7 +726,7 @@ class GPUBackend:
         widths = {job.scoring.score_dtype(int(rows.min()), int(cols.min())),
                   job.scoring.score_dtype(int(rows.max()), int(cols.max()))}
         for dtype in widths:
-            key = (np.dtype(dtype), job.mode_code, module_defines(), SOURCE)
+            key = _module_key(dtype, job.mode_code)
             if key in self._modules or key in self._compiling:
                 continue
             ahead: Future = Future()
