@@ -31,8 +31,15 @@ def _letter_mask(letters: str) -> np.ndarray:
 PROTEIN_MASK = _letter_mask(PROTEIN_LETTERS)
 DNA_MASK = _letter_mask(DNA_LETTERS)
 _CORE_DNA_MASK = _letter_mask(_CORE_DNA)
-_DNA_BYTES = np.flatnonzero(DNA_MASK).astype(np.uint8).tobytes()
-_CORE_DNA_BYTES = np.flatnonzero(_CORE_DNA_MASK).astype(np.uint8).tobytes()
+
+
+def mask_bytes(mask: np.ndarray) -> bytes:
+    """The bytes a 256-entry mask allows, as ``bytes.translate`` deletes them."""
+    return np.flatnonzero(mask).astype(np.uint8).tobytes()
+
+
+_DNA_BYTES = mask_bytes(DNA_MASK)
+_CORE_DNA_BYTES = mask_bytes(_CORE_DNA_MASK)
 
 
 def allowed_mask(alphabet: Alphabet) -> np.ndarray:

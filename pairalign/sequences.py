@@ -20,7 +20,7 @@ from typing import Any, BinaryIO, Iterable
 
 import numpy as np
 
-from pairalign.alphabet import ALPHABETS, Alphabet, allowed_mask, detect_alphabet
+from pairalign.alphabet import ALPHABETS, Alphabet, allowed_mask, detect_alphabet, mask_bytes
 from pairalign.errors import InputError, OptionError
 
 __all__ = ["SequenceRecords", "read_sequences", "records_from_python"]
@@ -440,8 +440,7 @@ def _fasta_at_once(data: bytes, start: int, source: str,
                                            - np.searchsorted(low, body_starts))
     if int(lengths.sum()) != len(joined) or lengths.size == 0 or not lengths.all():
         return None
-    mask = _letters(alphabet)
-    if joined.translate(None, np.flatnonzero(mask).astype(np.uint8).tobytes()):
+    if joined.translate(None, mask_bytes(_letters(alphabet))):
         return None  # a byte outside the alphabet
     headers = b"\n".join([data[a + 1 : b] for a, b in zip(heads.tolist(), line_ends.tolist())])
     fields = _HEADER_FIELDS.findall(headers.decode("utf-8"))
