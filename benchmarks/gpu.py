@@ -126,6 +126,7 @@ def main() -> None:
                     help="ATTR=VALUE of gpu_backend (module.ATTR: of pairalign.module), "
                          "for an A/B in separate processes (first runs)")
     args = ap.parse_args()
+    modes = args.modes.split(",")
     for item in args.set:
         attr, _, value = item.partition("=")
         setattr(*owner(attr), setting(value))
@@ -139,7 +140,7 @@ def main() -> None:
     # warm-up: NVRTC (both score widths, every mode run) and numba, with
     # traceback and without
     warm_gpu_backend("local", (True, False), be, sample_cells=2e9,
-                     modes=tuple(args.modes.split(",")))
+                     modes=tuple(modes))
     base_cells = cells_of(recs.lengths)
     sc = Scoring.create("protein")
     for tb in (True, False):
@@ -175,7 +176,7 @@ def main() -> None:
         cells = cells_of(np.array([len(s) for s in seqs]))
         fasta = write_fasta(seqs, Path(scratch.name) / f"sampled_{target:.0e}.faa")
         del seqs
-        for mode in args.modes.split(","):
+        for mode in modes:
             tim, wall = kernel_run(fasta, mode, tb_modes, be)
             k = gpu_seconds(tim)
             rows.append((f"scaled n={n}", mode, tb_modes, cells, wall, cells / wall / 1e9,
