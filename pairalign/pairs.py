@@ -32,8 +32,8 @@ _UNSET = ("query_begin", "target_begin", "identities", "length")
 #: 0.81 s; local 5.616 to 5.570 s (benchmarks/NOTES.md, v39).
 RESERVE_OPERATIONS = True
 #: A Placement faults in the pages of the columns its batches are placed
-#: into on threads of its own from its creation (one a column), joined at
-#: its first batch: a batch's pairs are scattered over every page of every
+#: into on threads of its own from its creation (:func:`_touch_soon`), joined
+#: at its first batch: a batch's pairs are scattered over every page of every
 #: column, so the first batches' stores otherwise fault in nearly all of
 #: them, on the consumer's thread, while the windows' results queue. Local
 #: with traceback at 1e13 cells, in one process: H200 4.37-4.52 s against
@@ -42,6 +42,12 @@ TOUCH_PLACED = True
 #: Arrays smaller than this are left to fault in as they are placed into: a
 #: thread each would cost a small job more than their faults.
 TOUCH_LEAST_BYTES = 1 << 20
+#: The pages are faulted in by pieces of this many bytes, on up to
+#: :data:`TOUCH_THREADS` threads: one thread an array took the staged rows
+#: of a 1e14-cell score-only run (11 GB, one array) on one thread, and the
+#: consumer's first batch waited for it.
+TOUCH_PIECE_BYTES = 1 << 30
+TOUCH_THREADS = 8
 #: Where a device places the operations it kept, the operations of the
 #: windows that came to the host (the device had no room for them during the
 #: run) go up to it and are placed there with them, instead of scattered on
@@ -123,13 +129,23 @@ def touch_pages(buf: np.ndarray, lo: int, hi: int, page: int) -> None:
 
 def _touch_soon(arrays: list[np.ndarray]) -> list[threading.Thread]:
     """Threads, started, that write a zero into every page of each of
-    ``arrays`` of at least :data:`TOUCH_LEAST_BYTES` (one thread an array).
-    Nothing else may write the arrays until they are joined."""
-    def touch(a: np.ndarray) -> None:
-        touch_pages(a.reshape(-1).view(np.uint8), 0, a.nbytes, _OperationsReserve.PAGE)
+    ``arrays`` of at least :data:`TOUCH_LEAST_BYTES`: their bytes cut into
+    pieces of :data:`TOUCH_PIECE_BYTES`, dealt to up to
+    :data:`TOUCH_THREADS` threads. Nothing else may write the arrays until
+    they are joined."""
+    page = _OperationsReserve.PAGE
+    step = max(page, TOUCH_PIECE_BYTES // page * page)
+    pieces = [(a.reshape(-1).view(np.uint8), lo, min(a.nbytes, lo + step))
+              for a in arrays if a.nbytes >= TOUCH_LEAST_BYTES
+              for lo in range(0, a.nbytes, step)]
+    count = min(len(pieces), max(1, TOUCH_THREADS))
 
-    threads = [threading.Thread(target=touch, args=(a,), name="pairalign-touch", daemon=True)
-               for a in arrays if a.nbytes >= TOUCH_LEAST_BYTES]
+    def touch(share: list[tuple[np.ndarray, int, int]]) -> None:
+        for buf, lo, hi in share:
+            touch_pages(buf, lo, hi, page)
+
+    threads = [threading.Thread(target=touch, args=(pieces[k::count],), name="pairalign-touch",
+                                daemon=True) for k in range(count)]
     for thread in threads:
         thread.start()
     return threads
@@ -385,7 +401,9 @@ class Placement:
     from the first batch on, beside the placing, under the guard, instead of
     before the first batch is placed (a run's workers wait for the consumer
     meanwhile). ``spent`` holds the seconds of each part: ``known``,
-    ``add``, ``finish`` (with ``guard``, ``known`` ran beside the others).
+    ``touch`` (the first batch's wait for the pages, :data:`TOUCH_PLACED`),
+    ``add`` (without it), ``finish`` (with ``guard``, ``known`` ran beside
+    the others).
     """
 
     def __init__(self, rows: int, cols: int | None = None, traceback: bool = True,
@@ -415,7 +433,7 @@ class Placement:
         self._guard = guard
         self._known_thread: threading.Thread | None = None
         self._known_error: BaseException | None = None
-        self.spent = {"known": 0.0, "add": 0.0, "finish": 0.0}
+        self.spent = {"known": 0.0, "touch": 0.0, "add": 0.0, "finish": 0.0}
         self.ops: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         #: the DeviceOps of batches whose operations are on a device
         self.device_ops: list[DeviceOps] = []
@@ -502,7 +520,10 @@ class Placement:
 
         t = time.perf_counter()
         self._known_columns()
+        t1 = time.perf_counter()
         self._touched()
+        waited = time.perf_counter() - t1
+        self.spent["touch"] += waited
         device = getattr(batch, "device_ops", None)
         # each pair's rank, kept where the host places its operations at
         # finish (a score-only batch's ranks are not: 8 bytes a pair of fresh
@@ -524,7 +545,7 @@ class Placement:
         if self.traceback and RESERVE_OPERATIONS:
             self._reserve_ahead(int(device.code.size) if device is not None
                                 else len(batch.op_code), len(batch))
-        self.spent["add"] += time.perf_counter() - t
+        self.spent["add"] += time.perf_counter() - t - waited
 
     def _reserve_ahead(self, ops: int, pairs: int) -> None:
         """The operations' arrays made, and their pages faulted in, from the

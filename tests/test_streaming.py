@@ -161,6 +161,32 @@ def test_placement_places_only_once_its_pages_are_touched(recs, staged, monkeypa
         assert np.array_equal(getattr(ref, name), getattr(got, name)), name
 
 
+@pytest.mark.parametrize("piece_pages, threads", [(3, 2), (1, 8), (1000, 4)])
+def test_touch_soon_zeroes_every_page_of_every_array_once(monkeypatch, piece_pages, threads):
+    """The pages faulted in by pieces dealt to a few threads: a zero at every
+    page's start of every array large enough, nothing else written, and no
+    more threads than TOUCH_THREADS."""
+    from pairalign import pairs
+
+    page = pairs._OperationsReserve.PAGE
+    monkeypatch.setattr(pairs, "TOUCH_PIECE_BYTES", piece_pages * page)
+    monkeypatch.setattr(pairs, "TOUCH_THREADS", threads)
+    monkeypatch.setattr(pairs, "TOUCH_LEAST_BYTES", 4 * page)
+    arrays = [np.ones(10 * page + 5, np.uint8), np.full((7, page // 4 + 1), 0x01010101, np.int32),
+              np.ones(3 * page, np.uint8)]  # the last under TOUCH_LEAST_BYTES
+    made = pairs._touch_soon(arrays)
+    assert 1 <= len(made) <= threads
+    for thread in made:
+        thread.join()
+    for a in arrays[:2]:
+        flat = a.reshape(-1).view(np.uint8)
+        assert not flat[::page].any()
+        rest = np.ones(flat.size, bool)
+        rest[::page] = False
+        assert flat[rest].all()
+    assert arrays[2].all()
+
+
 class _HostArray(np.ndarray):
     """Stands for a device array: ``get()`` copies it to the host."""
 
@@ -282,7 +308,7 @@ def test_run_job_of_two_workers_stages_and_gives_one_workers_batch(recs, beside,
                       timings=timings)
         assert made[-1].staged_names and made[-1].rows is None
         assert (made[-1]._guard is not None) == (beside is not False)
-        assert set(made[-1].spent) == {"known", "add", "finish"}
+        assert set(made[-1].spent) == {"known", "touch", "add", "finish"}
         assert made[-1].spent["known"] > 0 and made[-1].spent["add"] > 0
         for name in ref.__dataclass_fields__:
             assert np.array_equal(getattr(ref, name), getattr(got, name)), name
