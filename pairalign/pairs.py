@@ -475,12 +475,9 @@ class Placement:
             batch_ops.fill(self._unstaged.reshape(-1), np.int32(0))
         self.spent["known"] += time.perf_counter() - t
 
-    def _write_known_guarded(self, threads: int) -> None:
+    def _write_known_guarded(self) -> None:
         try:
             with self._guard:
-                import numba
-
-                numba.set_num_threads(threads)
                 self._write_known()
         except BaseException as e:  # raised again by _known_columns(wait=True)
             self._known_error = e
@@ -488,20 +485,14 @@ class Placement:
     def _known_columns(self, wait: bool = False) -> None:
         """:meth:`_write_known` once, at the first batch, while the windows
         after it run (where the main thread has time to spare: at the end of
-        a large run it does not); on a thread of its own with ``guard``, on as
-        many numba threads as the calling thread has (numba's count is a
-        thread's own: a new thread's is every core, which beside the
-        consumer's share and the workers' copies oversubscribed the cores at
-        the run's start). ``wait``: return once they are written."""
+        a large run it does not); on a thread of its own with ``guard``.
+        ``wait``: return once they are written."""
         if not self._known:
             self._known = True
             if self._guard is None:
                 self._write_known()
             else:
-                import numba
-
                 self._known_thread = threading.Thread(target=self._write_known_guarded,
-                                                      args=(numba.get_num_threads(),),
                                                       name="pairalign-known", daemon=True)
                 self._known_thread.start()
         if wait and self._known_thread is not None:

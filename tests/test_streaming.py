@@ -334,39 +334,6 @@ def test_known_columns_written_beside_raise_their_error_at_finish(recs):
         place.finish()
 
 
-def test_known_columns_written_beside_on_the_callers_share_of_numba_threads(recs, monkeypatch):
-    """The thread that writes the known columns runs its numba passes on as
-    many threads as the thread that placed the first batch (the consumer's
-    share of the cores while workers run), not on every core, which is a
-    new thread's own count."""
-    import contextlib
-
-    import numba
-
-    from pairalign.kernels import batch_ops
-    from pairalign.pairs import Placement
-
-    if numba.config.NUMBA_NUM_THREADS < 2:
-        pytest.skip("one numba thread: every count is the same")
-    seen = []
-    pair_indices = batch_ops.pair_indices
-    monkeypatch.setattr(batch_ops, "pair_indices",
-                        lambda *a: seen.append(numba.get_num_threads()) or pair_indices(*a))
-    be, job = _job(recs, None, "local", make_scoring(recs.alphabet), False, "cpu", None, None)
-    ref = run_job(job, be)
-    seen.clear()
-    own = numba.get_num_threads()
-    numba.set_num_threads(1)
-    try:
-        place = Placement(len(job.rows), None, False, guard=contextlib.nullcontext())
-        place.add(ref)
-        got = place.finish()
-    finally:
-        numba.set_num_threads(own)
-    assert seen == [1]
-    assert np.array_equal(got.query, ref.query) and np.array_equal(got.score, ref.score)
-
-
 def test_placement_bytes_count_the_staged_rows(recs, monkeypatch):
     """A placement's bytes a pair count the rows held beside the columns at
     the end where it stages them (several workers), and only there."""
