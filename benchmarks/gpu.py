@@ -24,7 +24,7 @@ import numpy as np
 
 from workloads import DATA, cells_of, sampled_proteins, warm_gpu_backend  # noqa: E402
 
-from kernel_ab import owner, setting  # noqa: E402
+from kernel_ab import set_all  # noqa: E402
 
 import pairalign  # noqa: E402
 from pairalign.engine import run_job  # noqa: E402
@@ -127,9 +127,7 @@ def main() -> None:
                          "for an A/B in separate processes (first runs)")
     args = ap.parse_args()
     modes = args.modes.split(",")
-    for item in args.set:
-        attr, _, value = item.partition("=")
-        setattr(*owner(attr), setting(value))
+    set_all(args.set)
 
     be = GPUBackend()
     print(f"device: {be.describe()}", flush=True)

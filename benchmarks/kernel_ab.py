@@ -47,6 +47,18 @@ def owner(attr: str):
     return (importlib.import_module(f"pairalign.{module}") if module else gb), name
 
 
+def set_all(items: list[str]) -> None:
+    """Each ``ATTR=VALUE`` of a ``--set`` option in force (:func:`owner`,
+    :func:`setting`); a name its module does not have stops the script, as
+    a misspelt one would otherwise set nothing that is read."""
+    for item in items:
+        attr, _, value = item.partition("=")
+        module, name = owner(attr)
+        if not hasattr(module, name):
+            raise SystemExit(f"--set {item}: {module.__name__} has no setting {name}")
+        setattr(module, name, setting(value))
+
+
 def apply(items, mode="local") -> None:
     """A variant's items in force: its definitions, shape and settings."""
     gb.DEFINES = tuple(i[2:] if i.startswith("-D") else i for i in items

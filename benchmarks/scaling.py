@@ -3,6 +3,7 @@
     python benchmarks/scaling.py --cells 1e13            # score only, local
     python benchmarks/scaling.py --cells 2e12 --traceback
     python benchmarks/scaling.py --cells 1e13 --dask     # also through a LocalCluster
+    python benchmarks/scaling.py --cells 1e14 --gpus 4 --consumer place --set pairs.TOUCH_THREADS=1
 
 Workload: proteins sampled (seed 1) from ``shared/data/proteome_HG003687.faa``
 with 10% substitutions (random proteins of proteome-like lengths if the file is
@@ -36,7 +37,9 @@ columns always / never staged (``engine.STAGED_PLACEMENT``), ``-beside`` /
 placing / before the first batch is placed (``engine.KNOWN_COLUMNS_BESIDE``),
 ``-sorted`` each window's pairs sorted by rank on the device before they
 come (``gpu_backend.SORT_BY_RANK``). The checksum of all pairs (query, target,
-score) must be the same for every count.
+score) must be the same for every count. ``--set ATTR=VALUE`` (repeated) sets
+a setting of ``gpu_backend``, or ``module.ATTR`` of ``pairalign.module``, for
+the whole process: an A/B is two processes on one machine.
 
 On a machine without a GPU the script says so and exits 0.
 """
@@ -52,6 +55,7 @@ from pathlib import Path
 import numba
 import numpy as np
 
+from kernel_ab import set_all  # noqa: E402
 from workloads import cells_of, sampled_proteins as workload  # noqa: E402
 
 @numba.njit(nogil=True, cache=True)
@@ -205,7 +209,11 @@ def main() -> int:
                          "above), "
                          "comma-separated: each runs every GPU count")
     ap.add_argument("--json", default=None, help="write the results to this file")
+    ap.add_argument("--set", action="append", default=[],
+                    help="ATTR=VALUE of gpu_backend (module.ATTR: of pairalign.module), for "
+                         "every run of the process")
     args = ap.parse_args()
+    set_all(args.set)
 
     from pairalign.backends import gpu_count
 

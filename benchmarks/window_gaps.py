@@ -36,7 +36,7 @@ import numpy as np
 from workloads import (add_run_arguments, cells_of, proteome_or_sampled,  # noqa: E402
                        warm_gpu_backend)
 
-from kernel_ab import owner, setting  # noqa: E402
+from kernel_ab import set_all  # noqa: E402
 from pairalign.engine import run_job  # noqa: E402
 from pairalign.job import Job, SortedSet  # noqa: E402
 from pairalign.kernels.gpu_backend import GPUBackend  # noqa: E402
@@ -189,9 +189,7 @@ def main() -> None:
     ap.add_argument("--set", action="append", default=[],
                     help="ATTR=VALUE of gpu_backend (module.ATTR: of pairalign.module)")
     args = ap.parse_args()
-    for item in args.set:
-        attr, _, value = item.partition("=")
-        setattr(*owner(attr), setting(value))
+    set_all(args.set)
     seqs = proteome_or_sampled(args.cells)
     cells = cells_of([len(s) for s in seqs])
     t = time.perf_counter()
