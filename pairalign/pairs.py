@@ -43,9 +43,11 @@ TOUCH_PLACED = True
 #: thread each would cost a small job more than their faults.
 TOUCH_LEAST_BYTES = 1 << 20
 #: The pages are faulted in by pieces of this many bytes, on up to
-#: :data:`TOUCH_THREADS` threads: one thread an array took the staged rows
-#: of a 1e14-cell score-only run (11 GB, one array) on one thread, and the
-#: consumer's first batch waited for it.
+#: :data:`TOUCH_THREADS` threads. With a thread an array, the staged rows of
+#: a four-GPU run (one array: 11 GB at 1e14 cells score-only) were one
+#: thread's while the consumer's first batch waited: four H200s, its
+#: placing 4.73 s to 2.34-3.46 s, the run 6.91 s to 6.10-6.68 s (NOTES.md,
+#: v47).
 TOUCH_PIECE_BYTES = 1 << 30
 TOUCH_THREADS = 8
 #: Where a device places the operations it kept, the operations of the
