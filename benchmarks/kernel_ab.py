@@ -48,14 +48,14 @@ def owner(attr: str):
 
 
 def set_all(items: list[str]) -> None:
-    """Each ``ATTR=VALUE`` of a ``--set`` option in force (:func:`owner`,
+    """Each ``ATTR=VALUE`` (a ``--set`` option's, a variant's) in force (:func:`owner`,
     :func:`setting`); a name its module does not have stops the script, as
     a misspelt one would otherwise set nothing that is read."""
     for item in items:
         attr, _, value = item.partition("=")
         module, name = owner(attr)
         if not hasattr(module, name):
-            raise SystemExit(f"--set {item}: {module.__name__} has no setting {name}")
+            raise SystemExit(f"{item}: {module.__name__} has no setting {name}")
         setattr(module, name, setting(value))
 
 
@@ -71,8 +71,7 @@ def apply(items, mode="local") -> None:
             rows, group = item.partition("=")[2].split("x")
             gb.PACK_SHAPES[mode] = (int(rows), int(group))
         elif "=" in item:
-            attr, _, value = item.partition("=")
-            setattr(*owner(attr), setting(value))
+            set_all([item])
 
 
 def parse_variants(specs) -> list[tuple[str, tuple[str, ...]]]:
