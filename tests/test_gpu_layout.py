@@ -276,7 +276,7 @@ def test_score_only_plan_with_operation_slots():
     assert couples  # query couples among them
 
 
-def test_slots_take_the_largest_window_the_device_holds():
+def test_slots_take_the_largest_window_the_device_holds(monkeypatch):
     """Every stream slot is taken at the job's largest window at once (grown
     window by window, the pool's retries waited on the device); parents too
     large for the device, whose plans fitting left behind, do not count."""
@@ -285,12 +285,30 @@ def test_slots_take_the_largest_window_the_device_holds():
     job, be = protein_job("global", True, 5, 900, 120)
     sizes = sorted(be.window_bytes(job, w) for w in plan_windows(job.rows.lengths, None, 32))
     assert len(set(sizes)) > 2
+    monkeypatch.setattr(gpu_backend, "SLOT_WHOLE_BUDGET", 2.0)  # never the budget
     be.device_budget = lambda: sizes[-2] + 1  # the largest window was split
     assert be._job_slot_bytes(job) == sizes[-2]
     be._plans.clear()  # windows launched: the floor stays the job's
     assert be._job_slot_bytes(job) == sizes[-2]
     other, _ = protein_job("global", True, 6, 900, 10)
     assert be._job_slot_bytes(other) == 0  # no plans of its own: each window's size
+
+
+def test_slots_take_the_budget_near_it():
+    """A job whose largest window takes SLOT_WHOLE_BUDGET of the budget or
+    more takes the whole budget a slot (the next job's slots find those
+    blocks in CuPy's cache); one just below that share keeps its largest
+    window's size."""
+    from pairalign.scheduler.windows import plan_windows
+
+    job, be = protein_job("global", True, 5, 900, 120)
+    largest = max(be.window_bytes(job, w) for w in plan_windows(job.rows.lengths, None, 32))
+    for budget, floor in ((int(largest / gpu_backend.SLOT_WHOLE_BUDGET), None),
+                          (int(largest / 0.75), None),
+                          (int(largest / gpu_backend.SLOT_WHOLE_BUDGET) + 8, largest)):
+        be._slot_floor = (None, 0)
+        be.device_budget = lambda b=budget: b
+        assert be._job_slot_bytes(job) == (budget if floor is None else floor)
 
 
 @pytest.mark.parametrize("mode", ["local", "global"])
