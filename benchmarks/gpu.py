@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import multiprocessing as mp
 import os
+import resource
 import tempfile
 import time
 from pathlib import Path
@@ -43,16 +44,20 @@ def gpu_seconds(timings: dict) -> float:
 
 def kernel_run(fasta: Path, mode, traceback, backend):
     """One job on ``fasta``, read inside the timed run (the issue's end to end:
-    FASTA read to results in host memory)."""
+    FASTA read to results in host memory), and the process's page faults in it
+    (``page_faults``: minor faults, a page or a huge page of new memory each;
+    a fresh virtual machine's first touch of its memory is slow, NOTES v48)."""
     sc = Scoring.create("protein")
     backend.timings.clear()
     stages: dict = {}
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     t = time.perf_counter()
     seqs = pairalign.read_sequences(fasta).sequences
     job = Job(mode, sc, traceback, SortedSet.encode(seqs, sc))
     run_job(job, backend, timings=stages)
     wall = time.perf_counter() - t
-    return {**backend.timings, "order": stages["order"]}, wall
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
+    return {**backend.timings, "order": stages["order"], "page_faults": faults}, wall
 
 
 def write_fasta(seqs, path: Path) -> Path:

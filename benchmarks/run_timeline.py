@@ -46,6 +46,10 @@ def main() -> None:
     add_run_arguments(ap)
     ap.add_argument("--detail", default="",
                     help="FROM,TO: every span of the last run that overlaps these seconds")
+    ap.add_argument("--gpu-py-warmup", action="store_true",
+                    help="warm up as gpu.py does (with traceback and without, 2e9 sampled "
+                         "cells beside) and run the proteome with traceback and without before "
+                         "the timed runs: gpu.py's first run of a size, which is slower")
     ap.add_argument("--no-slot-floor", action="store_true",
                     help="slots grown window by window (as before v12), for an A/B")
     args = ap.parse_args()
@@ -53,8 +57,13 @@ def main() -> None:
         GPUBackend._job_slot_bytes = lambda self, job: 0
     seqs = proteome_or_sampled(args.cells)
     cells = cells_of([len(s) for s in seqs])
-    be = warm_gpu_backend(args.mode, args.traceback)
     sc = Scoring.create("protein")
+    if args.gpu_py_warmup:
+        be = warm_gpu_backend(args.mode, (True, False), sample_cells=2e9)
+        for tb in (True, False):
+            run_job(Job(args.mode, sc, tb, SortedSet.encode(proteome_or_sampled(0), sc)), be)
+    else:
+        be = warm_gpu_backend(args.mode, args.traceback)
     tl.install()
     for run in range(args.runs):
         job = Job(args.mode, sc, args.traceback, SortedSet.encode(seqs, sc))
@@ -80,6 +89,12 @@ def main() -> None:
             return windows()
 
         GPUBackend.run_windows = mark
+        pool = be.cp.get_default_memory_pool()
+        print(f"run {run} begins: CuPy's pool holds {pool.used_bytes() / 1e9:.2f} GB in use, "
+              f"{pool.free_bytes() / 1e9:.2f} GB cached in {pool.n_free_blocks()} free blocks; "
+              f"the device has {be.cp.cuda.runtime.memGetInfo()[0] / 1e9:.2f} GB free; "
+              f"a slot's budget {be.device_budget() / 1e9:.3f} GB, the last job's slots "
+              f"{(be._reservation or {}).get('bytes', 0) / 1e9:.3f} GB", flush=True)
         t0 = time.perf_counter() - tl.T0
         timings: dict = {}
         out = run_job(job, be, timings=timings)
