@@ -9,6 +9,7 @@ import time
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 
 from pairalign.engine import run_job
 from pairalign.job import Job, SortedSet
@@ -65,7 +66,7 @@ def fake_backend(cp: FakeCupy) -> GPUBackend:
     be = object.__new__(GPUBackend)
     be.cp, be.timings, be._timings_lock = cp, {}, threading.Lock()
     be.device = _NullContext()
-    be._streams, be._plans, be._reservation = [], {}, None
+    be._streams, be._plans, be._reservation, be._hp = [], {}, None, None
     return be
 
 
@@ -84,11 +85,14 @@ def job_of(n: int, length: int, traceback: bool = True) -> Job:
     return Job("local", sc, traceback, SortedSet.encode(seqs, sc))
 
 
-def test_a_large_job_takes_a_budget_a_slot_on_a_thread():
+@pytest.mark.parametrize("host_arena", [True, False])
+def test_a_large_job_takes_a_budget_a_slot_on_a_thread(monkeypatch, host_arena):
     """Each of the DEPTH slot streams gets one block of the budget, on a
-    thread; while it runs the free memory (and so the budget the engine
-    fits windows to) is what it was before; the job's first window then
-    takes the reserved size, another job's none."""
+    thread, from the host stream's arena of CuPy's pool (SLOTS_IN_HOST_ARENA)
+    or else its own; while it runs the free memory (and so the budget the
+    engine fits windows to) is what it was before; the job's first window
+    then takes the reserved size, another job's none."""
+    monkeypatch.setattr(gpu_backend, "SLOTS_IN_HOST_ARENA", host_arena)
     cp = FakeCupy(free=4_000_000, delay=0.2)
     be = fake_backend(cp)
     job = job_of(120, 200)
@@ -100,7 +104,8 @@ def test_a_large_job_takes_a_budget_a_slot_on_a_thread():
     assert be.free_memory() == 4_000_000 and be.device_budget() == budget
     assert be._reserved_bytes(job) == budget
     streams = be._window_streams(gpu_backend.DEPTH)
-    assert sorted(cp.allocated) == sorted((s.ptr, budget) for s in streams)
+    arenas = [be._host_stream() if host_arena else s for s in streams]
+    assert sorted(cp.allocated) == sorted((s.ptr, budget) for s in arenas)
     assert be.free_memory() == 4_000_000 - gpu_backend.DEPTH * budget  # the stand-in keeps them
     assert be._reserved_bytes(job_of(120, 200)) == 0
     assert be.timings["reserve"] >= 0.2 * gpu_backend.DEPTH
@@ -151,3 +156,20 @@ def test_the_engine_reserves_before_it_plans():
     assert calls[0] == ("reserve", job) and [c for c, _ in calls].count("reserve") == 1
     assert len(calls) > 1
     assert np.array_equal(got.score, want.score)
+
+
+def test_a_budget_just_above_the_last_slots_takes_their_size():
+    """Where the budget is at most SLOT_BUDGET_SLACK above the last slot
+    block's size it is that size (the next job's slots find the cached
+    blocks); further above, or below, it is the budget."""
+    cp = FakeCupy(free=4_000_000)
+    be = fake_backend(cp)
+    budget = be.device_budget()
+    be._slot_block(budget, be._window_streams(1)[0])
+    assert be._last_slot_bytes == budget
+    slack = gpu_backend.SLOT_BUDGET_SLACK
+    for free, want in ((int(4_000_000 * (1 + slack / 2)), budget),
+                       (int(4_000_000 * (1 + 2 * slack)), None),
+                       (3_000_000, None)):
+        cp.free = free
+        assert be.device_budget() == (want or int(free * 0.8 / gpu_backend.DEPTH))

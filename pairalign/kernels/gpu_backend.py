@@ -338,6 +338,20 @@ RESERVE_LEAST_SLOTS = 8
 #: next one, whose first window waited for the pool to release every cached
 #: block (``cudaFree``): 0.23 s of a 1e13-cell run after the proteome's.
 SLOT_WHOLE_BUDGET = 0.5
+#: The stream slots' blocks come from the host stream's arena of CuPy's pool
+#: (which keeps freed blocks per stream), where a job's placement on the
+#: device takes its arrays after the windows: the slots' blocks, cached by
+#: then, serve it, and the next job's slots find them again. In the slot
+#: streams' arenas the placement found no room (global with traceback: 15.6
+#: GB of operations), so CuPy released every cached block (``cudaFree``),
+#: the slots' too, and the next job's slots waited for that again: 0.18-0.24
+#: s of each job's first launch after another job's.
+SLOTS_IN_HOST_ARENA = True
+#: A budget at most this share above the last slots' size is taken at their
+#: size: between jobs the device's free memory moves by a few hundred MB
+#: (CUDA's own memory, arrays in use), and a budget a byte larger than the
+#: cached blocks would find none of them.
+SLOT_BUDGET_SLACK = 0.02
 NEG = {np.dtype(np.int16): -16384, np.dtype(np.int32): -(1 << 30)}
 _CTYPE = {np.dtype(np.int16): "short", np.dtype(np.int32): "int"}
 
@@ -662,6 +676,7 @@ class GPUBackend:
         self._streams: list = []
         self._uploads: dict = {}
         self._slots: dict = {}
+        self._last_slot_bytes = 0  # the last slot block's size: see device_budget
         self._slot_floor: tuple = (None, 0)  # (job, bytes): see _slot_memory
         self._reservation: dict | None = None  # see reserve
         self._slot_free: dict = {}  # stream -> event: its slot's results copied out
@@ -817,8 +832,11 @@ class GPUBackend:
 
     def device_budget(self) -> int:
         """Device bytes one window may take: of what is free, a share for each
-        window in flight (see :meth:`run_windows`)."""
-        return int(self.free_memory() * 0.8 / DEPTH)
+        window in flight (see :meth:`run_windows`), or the last slots' size
+        where that is at most :data:`SLOT_BUDGET_SLACK` less."""
+        budget = int(self.free_memory() * 0.8 / DEPTH)
+        last = getattr(self, "_last_slot_bytes", 0)
+        return last if last < budget <= last * (1 + SLOT_BUDGET_SLACK) else budget
 
     def window_width(self, job: Job, budget: int, workers: int = 1) -> int:
         """Up to MAX_WIDTH, or MAX_WIDTH_SEVERAL for a large job on several
@@ -899,16 +917,14 @@ class GPUBackend:
         if self._job_bytes_bound(job) < RESERVE_LEAST_SLOTS * DEPTH * budget:
             return
         streams = self._window_streams(DEPTH)
+        self._host_stream()  # made on this thread, not raced for by the taking one
         held = {"job": job, "bytes": budget, "free": self.free_memory(), "ok": False}
 
         def take() -> None:
             t = time.perf_counter()
             try:
                 with self.device:
-                    blocks = []
-                    for stream in streams:
-                        with stream:
-                            blocks.append(self.cp.empty(budget, self.cp.uint8))
+                    blocks = [self._slot_block(budget, stream) for stream in streams]
                     del blocks
                 held["ok"] = True
             except Exception:  # out of memory: the launches allocate their own
@@ -983,9 +999,19 @@ class GPUBackend:
         cp = self.cp
         starts, size = _carve(count * dtype.itemsize for count, dtype in arrays.values())
         mem = _at_least(self._slots, stream.ptr, max(size, floor),
-                        lambda n: cp.empty(max(n, 1), cp.uint8))
+                        lambda n: self._slot_block(n, stream))
         return {name: cp.ndarray((count,), dtype, memptr=mem.data + at)
                 for (name, (count, dtype)), at in zip(arrays.items(), starts)}
+
+    def _slot_block(self, nbytes: int, stream):
+        """A new block of ``nbytes`` for ``stream``'s slot, from the host
+        stream's arena of CuPy's pool (:data:`SLOTS_IN_HOST_ARENA`) or else
+        ``stream``'s; its size is the next budget's floor
+        (:data:`SLOT_BUDGET_SLACK`)."""
+        with self._host_stream() if SLOTS_IN_HOST_ARENA else stream:
+            block = self.cp.empty(max(nbytes, 1), self.cp.uint8)
+        self._last_slot_bytes = nbytes
+        return block
 
     def _empty_pinned(self, nbytes: int) -> np.ndarray:
         """Page-locked host bytes from CuPy's pinned pool, as
