@@ -57,7 +57,9 @@ def kernel_run(fasta: Path, mode, traceback, backend):
     run_job(job, backend, timings=stages)
     wall = time.perf_counter() - t
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
-    return {**backend.timings, "order": stages["order"], "page_faults": faults}, wall
+    slots = (getattr(backend, "_reservation", None) or {}).get("bytes", 0)
+    return {**backend.timings, "order": stages["order"], "page_faults": faults,
+            "slot_gb": slots / 1e9}, wall
 
 
 def write_fasta(seqs, path: Path) -> Path:
