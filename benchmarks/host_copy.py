@@ -90,17 +90,11 @@ def reserve_paths(nbytes: int, threads: int) -> None:
     """Faulting pages in ahead (``touch_pages``), and registered memory."""
     import cupy as cp
 
-    from pairalign.pairs import touch_pages
+    from first_touch import touch
 
-    page = 4096
     for k in (1, threads):
         a = np.empty(nbytes, np.uint8)
-        step = -(-nbytes // k)
-        t = time.perf_counter()
-        with ThreadPoolExecutor(k) as pool:
-            list(pool.map(lambda lo: touch_pages(a, lo, min(lo + step, nbytes), page),
-                          range(0, nbytes, step)))
-        print(f"touch_pages, {k} thread(s): {rate(nbytes, time.perf_counter() - t)}")
+        print(f"touch_pages, {k} thread(s): {rate(nbytes, touch(a, k))}")
         del a
     a = np.empty(nbytes, np.uint8)
     a[:] = 0
