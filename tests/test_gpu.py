@@ -306,11 +306,12 @@ def test_results_fetched_on_a_thread_of_their_own(data_dir, monkeypatch, traceba
                                                      (True, True)])
 @pytest.mark.parametrize("traceback", [True, False])
 def test_slots_take_windows_as_their_own_end(monkeypatch, traceback, first_done, fetch_thread):
-    """Four long proteins among short ones, windows of 32: the window of the
-    long pairs runs long after the one beside it, whose slot takes window
-    after window meanwhile (or, without ``FIRST_DONE_FIRST``, waits for the
-    oldest); the results come out in order, the CPU's either way, and with
-    the downloads on the fetch thread (FETCH_THREAD) too."""
+    """Four long proteins among short ones, windows of 32, on one device
+    (on several, another device takes the short windows): the window of
+    the long pairs runs long after the one beside it, whose slot takes
+    window after window meanwhile (or, without ``FIRST_DONE_FIRST``, waits
+    for the oldest); the results come out in order, the CPU's either way,
+    and with the downloads on the fetch thread (FETCH_THREAD) too."""
     monkeypatch.setattr(gpu_backend, "FIRST_DONE_FIRST", first_done)
     monkeypatch.setattr(gpu_backend, "FETCH_THREAD", fetch_thread)
     rng = np.random.default_rng(11)
@@ -319,7 +320,7 @@ def test_slots_take_windows_as_their_own_end(monkeypatch, traceback, first_done,
     seqs = ["".join(rng.choice(letters, n)) for n in lengths]
     kw = dict(mode="local", traceback=traceback, window=32)
     # a first run compiles or loads the kernels while its first window runs
-    pairalign.align_all(seqs[:40], backend="gpu", **kw)
+    pairalign.align_all(seqs[:40], backend="gpu", devices=[0], **kw)
     ahead = []  # per slot handed on: whether an older window was still running
     first = gpu_backend.GPUBackend._first_done
 
@@ -329,8 +330,8 @@ def test_slots_take_windows_as_their_own_end(monkeypatch, traceback, first_done,
         return h
 
     monkeypatch.setattr(gpu_backend.GPUBackend, "_first_done", spy)
-    cpu, gpu = both(seqs, **kw)
-    assert_same(cpu, gpu)
+    cpu = pairalign.align_all(seqs, backend="cpu", **kw)
+    assert_same(cpu, pairalign.align_all(seqs, backend="gpu", devices=[0], **kw))
     assert any(ahead) == first_done
 
 
@@ -480,6 +481,29 @@ def test_several_devices_place_operations_on_the_host(data_dir, monkeypatch, mod
     assert asked == []
     assert_same(pairalign.align_all(path, backend="cpu", **kw), two)
     assert_same(pairalign.align_all(path, backend="gpu", devices=[0], **kw), two)
+
+
+@pytest.mark.skipif(gpu_count() < 2, reason="needs two CUDA devices")
+def test_the_second_device_alone_takes_its_slots_on_it(data_dir, monkeypatch):
+    """A run on device 1 alone while device 0 is current, its slots taken
+    ahead (``reserve``, every job with traceback): the CPU's pairs, and the
+    slots' streams and the host stream made on device 1 (``reserve`` makes
+    them before any window, outside the run's device context)."""
+    import cupy as cp
+
+    monkeypatch.setattr(gpu_backend, "RESERVE_LEAST_SLOTS", 0)
+    made = []
+    reserve = gpu_backend.GPUBackend.reserve
+    monkeypatch.setattr(gpu_backend.GPUBackend, "reserve",
+                        lambda self, job: made.append(self) or reserve(self, job))
+    kw = dict(mode="local", traceback=True, window=32)
+    path = data_dir / "adeno_fiber.faa"
+    with cp.cuda.Device(0):
+        one = pairalign.align_all(path, backend="gpu", devices=[1], **kw)
+    assert_same(pairalign.align_all(path, backend="cpu", **kw), one)
+    (be,) = made
+    assert be._reservation is not None and be._reservation["ok"]
+    assert {s.device_id for s in [*be._streams, be._host_stream()]} == {1}
 
 
 def test_streamed_results_spill_with_operations_on_the_device(data_dir):

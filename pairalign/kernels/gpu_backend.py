@@ -783,10 +783,9 @@ class GPUBackend:
         held = self._reservation
         if held is not None and held["thread"].is_alive():
             return held["free"]
-        with self.device:
+        with self.device:  # CuPy's pool answers for the current device
             free, _ = self.cp.cuda.runtime.memGetInfo()
-        pool = self.cp.get_default_memory_pool()
-        return int(free + pool.free_bytes())
+            return int(free + self.cp.get_default_memory_pool().free_bytes())
 
     def task_memory(self, job: Job) -> int:
         """Device bytes of the largest 16 x 16 block of pairs."""
@@ -856,12 +855,14 @@ class GPUBackend:
         return self._hp
 
     def _priority_stream(self):
-        """A new stream of the device's highest priority."""
+        """A new stream of the device's highest priority (on this backend's
+        device, whichever is current)."""
         cp = self.cp
-        try:  # CUDA clamps a priority to the device's range: this is its highest
-            return cp.cuda.Stream(non_blocking=True, priority=-(1 << 10))
-        except TypeError:  # a CuPy without stream priorities
-            return cp.cuda.Stream(non_blocking=True)
+        with self.device:
+            try:  # CUDA clamps a priority to the device's range: this is its highest
+                return cp.cuda.Stream(non_blocking=True, priority=-(1 << 10))
+            except TypeError:  # a CuPy without stream priorities
+                return cp.cuda.Stream(non_blocking=True)
 
     def _side_stream(self, stream):
         """The high-priority stream that runs ``stream``'s bounded passes
@@ -878,8 +879,9 @@ class GPUBackend:
         (cupy/cupy#8068), so streams made for each run would map new memory
         every run (25 ms for a window's traceback words on the H100) and leave
         the old blocks cached."""
-        while len(self._streams) < depth:
-            self._streams.append(self.cp.cuda.Stream(non_blocking=True))
+        with self.device:  # the streams are this backend's device's, whichever is current
+            while len(self._streams) < depth:
+                self._streams.append(self.cp.cuda.Stream(non_blocking=True))
         return self._streams[:depth]
 
     def _upload(self, arrays: list[np.ndarray], dev, stream) -> list:
