@@ -67,6 +67,7 @@ def fake_backend(cp: FakeCupy) -> GPUBackend:
     be.cp, be.timings, be._timings_lock = cp, {}, threading.Lock()
     be.device = _NullContext()
     be._streams, be._plans, be._reservation, be._hp = [], {}, None, None
+    be._last_slot_bytes = 0
     return be
 
 
@@ -158,14 +159,17 @@ def test_the_engine_reserves_before_it_plans():
     assert np.array_equal(got.score, want.score)
 
 
-def test_a_budget_just_above_the_last_slots_takes_their_size():
-    """Where the budget is at most SLOT_BUDGET_SLACK above the last slot
-    block's size it is that size (the next job's slots find the cached
-    blocks); further above, or below, it is the budget."""
+def test_a_budget_just_above_the_largest_slot_takes_its_size():
+    """Where the budget is at most SLOT_BUDGET_SLACK above the largest slot
+    block's size (a smaller one since leaves it) it is that size (the next
+    job's slots find the cached blocks); further above, or below, it is
+    the budget."""
     cp = FakeCupy(free=4_000_000)
     be = fake_backend(cp)
     budget = be.device_budget()
-    be._slot_block(budget, be._window_streams(1)[0])
+    stream = be._window_streams(1)[0]
+    be._slot_block(budget, stream)
+    be._slot_block(budget // 3, stream)
     assert be._last_slot_bytes == budget
     slack = gpu_backend.SLOT_BUDGET_SLACK
     for free, want in ((int(4_000_000 * (1 + slack / 2)), budget),

@@ -676,7 +676,7 @@ class GPUBackend:
         self._streams: list = []
         self._uploads: dict = {}
         self._slots: dict = {}
-        self._last_slot_bytes = 0  # the last slot block's size: see device_budget
+        self._last_slot_bytes = 0  # the largest slot block taken: see device_budget
         self._slot_floor: tuple = (None, 0)  # (job, bytes): see _slot_memory
         self._reservation: dict | None = None  # see reserve
         self._slot_free: dict = {}  # stream -> event: its slot's results copied out
@@ -831,8 +831,8 @@ class GPUBackend:
 
     def device_budget(self) -> int:
         """Device bytes one window may take: of what is free, a share for each
-        window in flight (see :meth:`run_windows`), or the last slots' size
-        where that is at most :data:`SLOT_BUDGET_SLACK` less."""
+        window in flight (see :meth:`run_windows`), or the largest slot
+        block's size where that is at most :data:`SLOT_BUDGET_SLACK` less."""
         budget = int(self.free_memory() * 0.8 / DEPTH)
         last = getattr(self, "_last_slot_bytes", 0)
         return last if last < budget <= last * (1 + SLOT_BUDGET_SLACK) else budget
@@ -1008,11 +1008,12 @@ class GPUBackend:
     def _slot_block(self, nbytes: int, stream):
         """A new block of ``nbytes`` for ``stream``'s slot, from the host
         stream's arena of CuPy's pool (:data:`SLOTS_IN_HOST_ARENA`) or else
-        ``stream``'s; its size is the next budget's floor
-        (:data:`SLOT_BUDGET_SLACK`)."""
+        ``stream``'s. The largest block taken is the floor of a budget just
+        above it (:data:`SLOT_BUDGET_SLACK`): a smaller job's slots are
+        carved from the cached blocks and leave them as they were."""
         with self._host_stream() if SLOTS_IN_HOST_ARENA else stream:
             block = self.cp.empty(max(nbytes, 1), self.cp.uint8)
-        self._last_slot_bytes = nbytes
+        self._last_slot_bytes = max(self._last_slot_bytes, nbytes)
         return block
 
     def _empty_pinned(self, nbytes: int) -> np.ndarray:
