@@ -347,10 +347,10 @@ SLOT_WHOLE_BUDGET = 0.5
 #: the slots' too, and the next job's slots waited for that again: 0.18-0.24
 #: s of each job's first launch after another job's.
 SLOTS_IN_HOST_ARENA = True
-#: A budget at most this share above the last slots' size is taken at their
-#: size: between jobs the device's free memory moves by a few hundred MB
-#: (CUDA's own memory, arrays in use), and a budget a byte larger than the
-#: cached blocks would find none of them.
+#: A budget at most this share above the largest slot block taken is taken
+#: at that block's size: between jobs the device's free memory moves by a few
+#: hundred MB (CUDA's own memory, arrays in use), and a budget a byte larger
+#: than the cached blocks would find none of them.
 SLOT_BUDGET_SLACK = 0.02
 NEG = {np.dtype(np.int16): -16384, np.dtype(np.int32): -(1 << 30)}
 _CTYPE = {np.dtype(np.int16): "short", np.dtype(np.int32): "int"}
@@ -957,10 +957,10 @@ class GPUBackend:
         job's fitted ones (those too large for it were split), once per job:
         every stream slot is taken that large at its first window, or as
         large as the budget where that is at least :data:`SLOT_WHOLE_BUDGET`
-        of it. Windows
-        fitted by :meth:`window_bytes_bound` are planned here, largest bound
-        first, up to :data:`SLOT_PLANS` of them and while one could be larger
-        than the largest found; a window larger still grows its slot."""
+        of it. Windows fitted by :meth:`window_bytes_bound` are planned here,
+        largest bound first, up to :data:`SLOT_PLANS` of them and while one
+        could be larger than the largest found; a window larger still grows
+        its slot."""
         if self._slot_floor[0] is not job:
             budget = self.device_budget()
             plans = self._job_plans(job)
