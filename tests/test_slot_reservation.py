@@ -27,6 +27,7 @@ class FakeCupy:
     def __init__(self, free: int, delay: float = 0.0, fail: bool = False):
         self.free, self.delay, self.fail = free, delay, fail
         self.allocated: list[tuple[int, int]] = []  # (stream ptr, bytes)
+        self.synced: list[int] = []  # stream ptrs, as each was synchronized
         self.started = threading.Event()
         self.local = threading.local()
         fake = self
@@ -43,6 +44,9 @@ class FakeCupy:
 
             def __exit__(self, *exc):
                 fake.local.stream = None
+
+            def synchronize(self):
+                fake.synced.append(self.ptr)
 
         runtime = SimpleNamespace(memGetInfo=lambda: (fake.free, fake.free))
         self.cuda = SimpleNamespace(Stream=Stream, runtime=runtime)
@@ -67,7 +71,7 @@ def fake_backend(cp: FakeCupy) -> GPUBackend:
     be.cp, be.timings, be._timings_lock = cp, {}, threading.Lock()
     be.device = _NullContext()
     be._streams, be._plans, be._reservation, be._hp = [], {}, None, None
-    be._last_slot_bytes = 0
+    be._last_slot_bytes, be._slots = 0, {}
     return be
 
 
@@ -177,3 +181,23 @@ def test_a_budget_just_above_the_largest_slot_takes_its_size():
                        (3_000_000, None)):
         cp.free = free
         assert be.device_budget() == (want or int(free * 0.8 / gpu_backend.DEPTH))
+
+
+@pytest.mark.parametrize("host_arena", [True, False])
+def test_a_slot_grown_waits_for_its_stream_where_others_could_reuse_its_block(
+        monkeypatch, host_arena):
+    """A slot's block is kept while it holds the next window; a larger one
+    replaces it, and where the old block goes back to the host stream's
+    arena (SLOTS_IN_HOST_ARENA), the slot's stream is synchronized first
+    (its last window may still read the block); in its own arena, not."""
+    monkeypatch.setattr(gpu_backend, "SLOTS_IN_HOST_ARENA", host_arena)
+    cp = FakeCupy(free=4_000_000)
+    be = fake_backend(cp)
+    stream = be._window_streams(1)[0]
+    first = be._slot(stream, 1000)
+    assert be._slot(stream, 600) is first and cp.synced == []
+    grown = be._slot(stream, 3000)
+    assert grown is not first and grown.nbytes == 3000
+    assert cp.synced == ([stream.ptr] if host_arena else [])
+    arena = be._host_stream() if host_arena else stream
+    assert [ptr for ptr, _ in cp.allocated] == [arena.ptr] * 2

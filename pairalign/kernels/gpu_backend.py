@@ -1000,10 +1000,22 @@ class GPUBackend:
         the pool's cache, where the next run finds it)."""
         cp = self.cp
         starts, size = _carve(count * dtype.itemsize for count, dtype in arrays.values())
-        mem = _at_least(self._slots, stream.ptr, max(size, floor),
-                        lambda n: self._slot_block(n, stream))
+        mem = self._slot(stream, max(size, floor))
         return {name: cp.ndarray((count,), dtype, memptr=mem.data + at)
                 for (name, (count, dtype)), at in zip(arrays.items(), starts)}
+
+    def _slot(self, stream, nbytes: int):
+        """``stream``'s slot block, replaced by one of ``nbytes`` where it is
+        smaller. From the host stream's arena (:data:`SLOTS_IN_HOST_ARENA`)
+        the old block goes back where work on other streams, not ordered
+        after this one's, could take it at once, while this stream's last
+        window may still read it: the stream is synchronized first (a slot
+        grows rarely, past the job's largest planned window). In the slot
+        stream's own arena, CuPy gives a freed block only to that stream."""
+        held = self._slots.get(stream.ptr)
+        if SLOTS_IN_HOST_ARENA and held is not None and held.nbytes < nbytes:
+            stream.synchronize()
+        return _at_least(self._slots, stream.ptr, nbytes, lambda n: self._slot_block(n, stream))
 
     def _slot_block(self, nbytes: int, stream):
         """A new block of ``nbytes`` for ``stream``'s slot, from the host
