@@ -1479,13 +1479,17 @@ class GPUBackend:
                 # a run left early (an error, or its consumer gone) may have
                 # windows in flight: they read the slots' pinned uploads, which
                 # the next run rewrites, and copies out of the slots may be
-                # queued on the host stream, so both finish first
-                if running or self._slot_free:
-                    for s in [*streams, self._host_stream()]:
-                        try:
-                            s.synchronize()
-                        except Exception:  # the device's own error is already on its way
-                            pass
+                # queued on the host stream, so both finish first. Otherwise
+                # the slots' streams do (idle after a whole run) where their
+                # blocks go back to the host stream's arena, whose work could
+                # take them at once (SLOTS_IN_HOST_ARENA).
+                finish = ([*streams, self._host_stream()] if running or self._slot_free
+                          else streams if SLOTS_IN_HOST_ARENA else [])
+                for s in finish:
+                    try:
+                        s.synchronize()
+                    except Exception:  # the device's own error is already on its way
+                        pass
                 self._slot_free = {}
                 self._slots = {}
                 # counted for a run left early too: a window that failed on
