@@ -486,9 +486,12 @@ def test_several_devices_place_operations_on_the_host(data_dir, monkeypatch, mod
 @pytest.mark.skipif(gpu_count() < 2, reason="needs two CUDA devices")
 def test_the_second_device_alone_takes_its_slots_on_it(data_dir, monkeypatch):
     """A run on device 1 alone while device 0 is current, its slots taken
-    ahead (``reserve``, every job with traceback): the CPU's pairs, and the
-    slots' streams and the host stream made on device 1 (``reserve`` makes
-    them before any window, outside the run's device context)."""
+    ahead (``reserve``, every job with traceback): the CPU's pairs; the
+    reservation taken, its budget from device 1's own free memory (device
+    0's cached blocks, once counted in it, made it fail after an earlier
+    test); the slots' streams and the host stream made on device 1
+    (``reserve`` makes them before any window, outside the run's device
+    context: on device 0 the run hung)."""
     import cupy as cp
 
     monkeypatch.setattr(gpu_backend, "RESERVE_LEAST_SLOTS", 0)
