@@ -1,10 +1,17 @@
-"""One device call: the GPU tests, then the GPU benchmark; a short table last.
+"""One device call: the GPU tests, then the GPU benchmark.
 
-    python benchmarks/gpu_check.py [--quick] [benchmark args...]
+    python benchmarks/gpu_check.py [--part K/N] [--tests-only] [benchmark args...]
+
+Arguments it does not know go to ``benchmarks/gpu.py`` (``--cells 1e13
+--tb-cells 1e13``, ...). The whole GPU suite takes 420-520 s on an H100 and
+a device call at most 600 s: ``--part K/N`` runs the K-th of N parts of it
+(the collected tests dealt round-robin, so that each part holds some of every
+parametrized test), and ``--tests-only`` skips the benchmark.
 """
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 from pathlib import Path
@@ -12,14 +19,48 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 #: The test files of the GPU (the device has no Biopython or hypothesis for the rest).
 GPU_TESTS = ("test_gpu_bounded.py", "test_gpu.py")
+PYTEST = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-o", "addopts="]
+
+
+def part(text: str) -> tuple[int, int]:
+    """``K/N`` as (K, N), 1 <= K <= N."""
+    try:
+        k, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected K/N, e.g. 1/2") from None
+    if not 1 <= k <= n:
+        raise argparse.ArgumentTypeError(f"{text!r}: K must be between 1 and N")
+    return k, n
+
+
+def share(ids: list[str], k: int, n: int) -> list[str]:
+    """The K-th of N round-robin shares of ``ids`` (1-based)."""
+    return ids[k - 1::n]
+
+
+def test_ids(files: list[str]) -> list[str]:
+    """The node ids that pytest collects from ``files``."""
+    out = subprocess.run([*PYTEST, "--collect-only", "-q", *files], cwd=ROOT,
+                         capture_output=True, text=True, check=True).stdout
+    return [line for line in out.splitlines() if "::" in line]
 
 
 def main() -> int:
-    args = sys.argv[1:]
-    tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
-                            "-o", "addopts=", *(str(ROOT / "tests" / f) for f in GPU_TESTS)], cwd=ROOT)
-    bench = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu.py"), *args], cwd=ROOT)
-    print(f"gpu tests exit {tests.returncode}, benchmark exit {bench.returncode}")
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--part", type=part, default=(1, 1), metavar="K/N")
+    ap.add_argument("--tests-only", action="store_true")
+    args, bench_args = ap.parse_known_args()
+    files = [str(ROOT / "tests" / f) for f in GPU_TESTS]
+    k, n = args.part
+    selected = files if n == 1 else share(test_ids(files), k, n)
+    tests = subprocess.run([*PYTEST, "-q", "-x", "-rfs", *selected], cwd=ROOT)
+    if args.tests_only:
+        print(f"gpu tests (part {k}/{n}) exit {tests.returncode}")
+        return tests.returncode
+    bench = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu.py"), *bench_args],
+                           cwd=ROOT)
+    print(f"gpu tests (part {k}/{n}) exit {tests.returncode}, benchmark exit {bench.returncode}")
     return tests.returncode or bench.returncode
 
 
