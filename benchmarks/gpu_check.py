@@ -19,7 +19,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 #: The test files of the GPU (the device has no Biopython or hypothesis for the rest).
 GPU_TESTS = ("test_gpu_bounded.py", "test_gpu.py")
-PYTEST = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-o", "addopts="]
+#: jaxtyping's pytest plugin, where the device's Python has it, is not ours to load.
+PYTEST = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:jaxtyping",
+          "-o", "addopts="]
 
 
 def part(text: str) -> tuple[int, int]:
