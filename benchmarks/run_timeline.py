@@ -49,7 +49,8 @@ def main() -> None:
     ap.add_argument("--gpu-py-warmup", action="store_true",
                     help="warm up as gpu.py does (with traceback and without, 2e9 sampled "
                          "cells beside) and run the proteome with traceback and without before "
-                         "the timed runs: gpu.py's first run of a size, which is slower")
+                         "the timed runs, as gpu.py's first run of a size has them (it waited "
+                         "for CuPy's pool to release its cached blocks before v48)")
     ap.add_argument("--no-slot-floor", action="store_true",
                     help="slots grown window by window (as before v12), for an A/B")
     args = ap.parse_args()
