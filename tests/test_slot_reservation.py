@@ -201,3 +201,51 @@ def test_a_slot_grown_waits_for_its_stream_where_others_could_reuse_its_block(
     assert cp.synced == ([stream.ptr] if host_arena else [])
     arena = be._host_stream() if host_arena else stream
     assert [ptr for ptr, _ in cp.allocated] == [arena.ptr] * 2
+
+
+class TwoDevices:
+    """A CuPy stand-in of two devices that answers as CuPy does: the free
+    memory and the pool's cached bytes of the current device, and streams
+    made on the current device."""
+
+    def __init__(self, free: list[int], cached: list[int]):
+        self.free, self.cached, self.stack = free, cached, [0]
+        fake = self
+
+        class Device:
+            def __init__(self, ordinal: int):
+                self.id = ordinal
+
+            def __enter__(self):
+                fake.stack.append(self.id)
+                return self
+
+            def __exit__(self, *exc):
+                fake.stack.pop()
+
+        class Stream:
+            def __init__(self, non_blocking=False, priority=0):
+                self.device_id, self.ptr = fake.current, id(self)
+
+        runtime = SimpleNamespace(memGetInfo=lambda: (fake.free[fake.current], 0))
+        self.cuda = SimpleNamespace(Device=Device, Stream=Stream, runtime=runtime)
+
+    @property
+    def current(self) -> int:
+        return self.stack[-1]
+
+    def get_default_memory_pool(self):
+        return SimpleNamespace(free_bytes=lambda: self.cached[self.current])
+
+
+def test_a_backend_off_the_current_device_reads_and_makes_on_its_own():
+    """A backend of device 1 while device 0 is current: its free memory is
+    device 1's, cached blocks included (not device 0's cached blocks), and
+    its window streams and host stream are made on device 1; device 0 is
+    current again after each."""
+    cp = TwoDevices(free=[1_000, 5_000], cached=[9_000, 300])
+    be = fake_backend(cp)
+    be.device = cp.cuda.Device(1)
+    assert be.free_memory() == 5_300 and cp.current == 0
+    made = [*be._window_streams(gpu_backend.DEPTH), be._host_stream()]
+    assert {s.device_id for s in made} == {1} and cp.current == 0
