@@ -834,7 +834,7 @@ class GPUBackend:
         window in flight (see :meth:`run_windows`), or the largest slot
         block's size where that is at most :data:`SLOT_BUDGET_SLACK` less."""
         budget = int(self.free_memory() * 0.8 / DEPTH)
-        last = getattr(self, "_last_slot_bytes", 0)
+        last = self._last_slot_bytes
         return last if last < budget <= last * (1 + SLOT_BUDGET_SLACK) else budget
 
     def window_width(self, job: Job, budget: int, workers: int = 1) -> int:
