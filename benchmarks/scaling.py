@@ -36,7 +36,8 @@ columns always / never staged (``engine.STAGED_PLACEMENT``), ``-beside`` /
 ``-serial`` the known columns written on a thread of their own beside the
 placing / before the first batch is placed (``engine.KNOWN_COLUMNS_BESIDE``),
 ``-sorted`` each window's pairs sorted by rank on the device before they
-come (``gpu_backend.SORT_BY_RANK``). The checksum of all pairs (query, target,
+come (``gpu_backend.SORT_BY_RANK``), ``-lpt`` the windows largest first
+instead of interleaved (``lpt.INTERLEAVE`` off). The checksum of all pairs (query, target,
 score) must be the same for every count. ``--set ATTR=VALUE`` (repeated) sets
 a setting of ``gpu_backend``, or ``module.ATTR`` of ``pairalign.module``, for
 the whole process: an A/B is two processes on one machine.
@@ -111,11 +112,15 @@ def run(job, backend=None, client=None, buffer=None, consumer="checksum") -> dic
     if placing:
         spent: dict = {}
         from pairalign.kernels import gpu_backend
+        from pairalign.scheduler import lpt as _lpt
 
         settings = ("SHARE_CORES_WITH_WORKERS", "STAGED_PLACEMENT", "KNOWN_COLUMNS_BESIDE")
         saved = {k: getattr(engine, k) for k in settings}
         saved_sort = gpu_backend.SORT_BY_RANK
         kinds = consumer.split("-")[1:]
+        saved_interleave = _lpt.INTERLEAVE
+        if "lpt" in kinds:
+            _lpt.INTERLEAVE = False
         if "sorted" in kinds:
             gpu_backend.SORT_BY_RANK = True
         if "all" in kinds:
@@ -131,6 +136,7 @@ def run(job, backend=None, client=None, buffer=None, consumer="checksum") -> dic
             for k, v in saved.items():
                 setattr(engine, k, v)
             gpu_backend.SORT_BY_RANK = saved_sort
+            _lpt.INTERLEAVE = saved_interleave
         wall = time.perf_counter() - t
         s, x = checksum(out)
         return {"wall": wall, "pairs": len(out), "checksum": f"{s:016x}{x:016x}",

@@ -6,7 +6,7 @@ The run, in order:
    sorted positions, ``W`` from the memory budget (:func:`window_width`).
 2. **LPT.** Windows are ranked by cost (DP cells), largest first; with several
    workers, large ones are cut further so that the workers can balance
-   (:func:`pairalign.scheduler.lpt.balance`); one worker takes them
+   (:func:`pairalign.scheduler.lpt.balance`); the workers take them
    interleaved, largest, smallest, second largest, ...
 3. **Workers.** One thread per worker: per GPU a backend of its own
    (``GPUBackend(devices=[d])``, its own prepared state: sequences on that
@@ -472,7 +472,7 @@ class Work:
     workers: list
     width: int
     #: planned windows, in the order they run: LPT rank order (largest first),
-    #: for one worker interleaved (:data:`~.scheduler.lpt.INTERLEAVE_ONE_WORKER`)
+    #: interleaved (:data:`~.scheduler.lpt.INTERLEAVE`) unless ordered
     parents: list[Window]
     #: each parent's pieces: cut so that several workers balance, then (GPU) so
     #: that each fits the first device's memory
@@ -501,8 +501,8 @@ class Work:
 def prepare_work(job: Job, backend, max_memory: int = DEFAULT_MAX_MEMORY,
                  width: int | None = None, n_workers: int | None = None,
                  ordered: bool = False, defer: bool = False) -> Work:
-    """Workers, window width, windows in LPT order (one worker's interleaved,
-    :data:`~.scheduler.lpt.INTERLEAVE_ONE_WORKER`, unless they are for an
+    """Workers, window width, windows in LPT order (interleaved,
+    :data:`~.scheduler.lpt.INTERLEAVE`, unless they are for an
     ``ordered`` stream, whose batches come largest first on any number of
     workers) and their pieces.
 
@@ -525,7 +525,7 @@ def prepare_work(job: Job, backend, max_memory: int = DEFAULT_MAX_MEMORY,
     col_lengths = None if job.triangle else job.cols.lengths
     windows = plan_windows(job.rows.lengths, col_lengths, w)
     order = lpt_order([x.cost for x in windows])
-    if n == 1 and not ordered and _lpt.INTERLEAVE_ONE_WORKER:
+    if not ordered and _lpt.INTERLEAVE:
         order = interleaved(order)
     parents = [windows[k] for k in order]
     pieces = balance(parents, job.rows.lengths, job.col_set.lengths, n,

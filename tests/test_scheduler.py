@@ -179,22 +179,23 @@ def test_lpt_order_largest_first_stable():
 
 
 @pytest.mark.parametrize("interleave", [False, True])
-def test_one_worker_runs_its_windows_largest_first_or_interleaved(tri, interleave,
-                                                                  monkeypatch):
-    """INTERLEAVE_ONE_WORKER: one worker's windows go largest, smallest,
-    second largest, ... (not for an ordered stream); the results are the same."""
+def test_workers_run_their_windows_largest_first_or_interleaved(tri, interleave,
+                                                                monkeypatch):
+    """INTERLEAVE: the windows go largest, smallest, second largest, ... on one
+    worker and on several (not for an ordered stream); the results are the same."""
     job, ref = tri
-    monkeypatch.setattr(lpt, "INTERLEAVE_ONE_WORKER", interleave)
-    costs = [w.cost for w in prepare_work(job, CPUBackend(), width=32).parents]
-    largest_first = sorted(costs, reverse=True)
-    assert len(set(costs)) > 2
-    assert costs == ([largest_first[k] for k in interleaved(range(len(costs)))] if interleave
-                     else largest_first)
-    # several workers, and an ordered stream's one, keep LPT order
-    for backend, ordered in (([CPUBackend(), CPUBackend()], False), (CPUBackend(), True)):
-        work = prepare_work(job, backend, width=32, ordered=ordered)
+    monkeypatch.setattr(lpt, "INTERLEAVE", interleave)
+    for backend in (CPUBackend(), [CPUBackend(), CPUBackend()]):
+        costs = [w.cost for w in prepare_work(job, backend, width=32).parents]
+        largest_first = sorted(costs, reverse=True)
+        assert len(set(costs)) > 2
+        assert costs == ([largest_first[k] for k in interleaved(range(len(costs)))]
+                         if interleave else largest_first)
+        same(run_job(job, backend, width=32), ref)
+    # an ordered stream's batches come largest first
+    for backend in (CPUBackend(), [CPUBackend(), CPUBackend()]):
+        work = prepare_work(job, backend, width=32, ordered=True)
         assert [w.cost for w in work.parents] == largest_first
-    same(run_job(job, CPUBackend(), width=32), ref)
 
 
 def test_lpt_assign_takes_idle_first():

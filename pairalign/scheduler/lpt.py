@@ -12,11 +12,11 @@ Windows are cut first by the engine (width from memory, see
   (:func:`balance`): no piece costs more than ``total / (granularity x workers)``,
   and none falls under ``min_pairs`` pairs (a GPU needs many pairs per launch);
 - ordered: *parents* (the planned windows) by cost, largest first; a parent's
-  pieces by cost, largest first, right after it (:func:`lpt_order`); for one
-  worker the parents interleaved, largest, smallest, second largest, ...
-  (:data:`INTERLEAVE_ONE_WORKER`, except for an ordered stream), so that the
-  host's work on the results of the many small pairs hides behind the
-  device's on large ones;
+  pieces by cost, largest first, right after it (:func:`lpt_order`); the
+  parents interleaved, largest, smallest, second largest, ...
+  (:data:`INTERLEAVE`, except for an ordered stream), so that the host's
+  work on the results of the many small pairs hides behind the device's on
+  large ones;
 - handed out by a :class:`WorkQueue`, in that order, to whichever worker asks.
   Work put back after a failure (a window split, or to be retried alone) keeps
   its parent's rank, so it runs before any later parent.
@@ -46,19 +46,25 @@ def lpt_order(costs: Sequence[float]) -> list[int]:
     return sorted(range(len(costs)), key=lambda k: (-costs[k], k))
 
 
-#: One worker: run the windows in :func:`interleaved` LPT order instead of
-#: largest first. A window's host work (its results' download and placing)
-#: follows its pairs, its device work its cells; largest first, the windows
-#: of the shortest sequences, many pairs of few cells, come last, where the
-#: host's work on one outlasts the device's on the next and nothing is left
-#: to hide the last ones behind. Interleaved, each follows a large window.
-#: H100, 1e13 cells score-only, one process, best of 3: local 2.290 to
-#: 2.218 s, global 1.937 to 1.870, semiglobal 2.412 to 2.279 (the GPU's span
-#: now its busy time); local with traceback 5.729 and 5.754 s, global 9.026
-#: and 8.879 s (level); benchmarks/NOTES.md, v37. Not for an ordered stream
+#: Run the windows in :func:`interleaved` LPT order instead of largest
+#: first, on any number of workers. A window's host work (its results'
+#: download and placing) follows its pairs, its device work its cells;
+#: largest first, the windows of the shortest sequences, many pairs of few
+#: cells, come last, where the host's work on one outlasts the device's on
+#: the next and nothing is left to hide the last ones behind. Interleaved,
+#: each follows a large window. One H100, 1e13 cells score-only, one
+#: process, best of 3: local 2.290 to 2.218 s, global 1.937 to 1.870,
+#: semiglobal 2.412 to 2.279 (the GPU's span now its busy time); local with
+#: traceback 5.729 and 5.754 s, global 9.026 and 8.879 s (level); NOTES.md,
+#: v37. Several GPUs: largest first, the last windows come from every GPU
+#: at once, each in a few milliseconds, faster than the host places their
+#: pairs in input order, and the GPUs wait for it; interleaved, the last
+#: are the middle-sized windows, whose makespan costs LPT's bound a window
+#: of ~60 ms at most. Two H200s, 1e14 cells placed: 11.35 / 11.38 s against
+#: 11.49 / 12.17 s; NOTES.md, v49. Not for an ordered stream
 #: (``iter_windows(ordered=True)``), whose batches come largest first on any
 #: number of workers.
-INTERLEAVE_ONE_WORKER = True
+INTERLEAVE = True
 
 
 def interleaved(order: Sequence[int]) -> list[int]:
