@@ -23,7 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from workloads import DATA, cells_of, sampled_proteins, warm_gpu_backend  # noqa: E402
+from workloads import (DATA, NumbaCompiles, cells_of, sampled_proteins,  # noqa: E402
+                       warm_gpu_backend)
 
 from kernel_ab import set_all  # noqa: E402
 
@@ -51,15 +52,18 @@ def kernel_run(fasta: Path, mode, traceback, backend):
     backend.timings.clear()
     stages: dict = {}
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    t = time.perf_counter()
-    seqs = pairalign.read_sequences(fasta).sequences
-    job = Job(mode, sc, traceback, SortedSet.encode(seqs, sc))
-    run_job(job, backend, timings=stages)
-    wall = time.perf_counter() - t
+    with NumbaCompiles() as compiles:
+        t = time.perf_counter()
+        seqs = pairalign.read_sequences(fasta).sequences
+        job = Job(mode, sc, traceback, SortedSet.encode(seqs, sc))
+        run_job(job, backend, timings=stages)
+        wall = time.perf_counter() - t
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
     slots = (getattr(backend, "_reservation", None) or {}).get("bytes", 0)
     return {**backend.timings, "order": stages["order"], "page_faults": faults,
-            "slot_gb": slots / 1e9}, wall
+            "slot_gb": slots / 1e9, "numba_compiles": compiles.count,
+            "numba_compile_s": round(compiles.seconds, 3),
+            "numba_slowest": [(round(s, 3), f) for s, f in compiles.slowest[:3]]}, wall
 
 
 def write_fasta(seqs, path: Path) -> Path:
@@ -156,7 +160,8 @@ def main() -> None:
         t_enc = time.perf_counter() - t - t_read
         be.timings.clear()
         stages: dict = {}
-        run_job(job, be, timings=stages)
+        with NumbaCompiles() as compiles:
+            run_job(job, be, timings=stages)
         wall = time.perf_counter() - t
         tim = be.timings
         kern = gpu_seconds(tim)
@@ -169,7 +174,8 @@ def main() -> None:
               f" + setup {tim.get('setup', 0):.3f} + fill {tim.get('fill', 0):.3f}"
               f" + traceback {tim.get('traceback', 0):.3f}{walked} + download/compact "
               f"{tim.get('download', 0):.3f} + order {stages['order']:.3f}; the launching "
-              f"thread waited {tim.get('wait', 0):.3f} s on windows", flush=True)
+              f"thread waited {tim.get('wait', 0):.3f} s on windows; numba compiled or "
+              f"loaded {compiles.count} functions ({compiles.seconds:.3f} s)", flush=True)
 
     # 2. scaled workloads, kernels and end to end (from the FASTA file's read)
     scratch = tempfile.TemporaryDirectory()

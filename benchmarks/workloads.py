@@ -17,6 +17,34 @@ PROTEOME = DATA / "proteome_HG003687.faa"
 AMINO = np.frombuffer(b"ACDEFGHIKLMNPQRSTVWY", np.uint8)
 
 
+class NumbaCompiles:
+    """Numba's dispatcher compilations (``numba:compile`` events: a compile,
+    or a load from numba's cache) inside a ``with`` block, on any thread:
+    ``count``, ``seconds`` (summed over events, which may overlap) and
+    ``slowest`` (``(seconds, function)``, the five longest)."""
+
+    def __enter__(self) -> "NumbaCompiles":
+        from numba.core import event
+
+        self._recording = event.install_recorder("numba:compile")
+        self._recorder = self._recording.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._recording.__exit__(*exc)
+        starts: dict[int, float] = {}
+        spans = []
+        for t, ev in self._recorder.buffer:
+            key = id(ev.data)
+            if ev.is_start:
+                starts[key] = t
+            elif key in starts:
+                spans.append((t - starts.pop(key), ev.data["dispatcher"].py_func.__qualname__))
+        self.count = len(spans)
+        self.seconds = sum(s for s, _ in spans)
+        self.slowest = sorted(spans, reverse=True)[:5]
+
+
 def cells_of(lengths) -> int:
     """DP cells of the all-vs-all of sequences of these lengths (pairs i < j)."""
     lengths = np.asarray(lengths, dtype=np.int64)
