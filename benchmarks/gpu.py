@@ -192,7 +192,8 @@ def main() -> None:
             k = gpu_seconds(tim)
             rows.append((f"scaled n={n}", mode, tb_modes, cells, wall, cells / wall / 1e9,
                          cells / k / 1e9))
-            print(rows[-1], {key: round(v, 3) for key, v in tim.items() if key != "cells"},
+            print(rows[-1], {key: round(v, 3) if isinstance(v, (int, float)) else v
+                          for key, v in tim.items() if key != "cells"},
                   flush=True)
 
     if not args.no_cli:
