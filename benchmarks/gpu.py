@@ -23,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from workloads import (DATA, NumbaCompiles, cells_of, sampled_proteins,  # noqa: E402
-                       warm_gpu_backend)
+from workloads import (DATA, CupyCompiles, NumbaCompiles, cells_of,  # noqa: E402
+                       sampled_proteins, warm_gpu_backend)
 
 from kernel_ab import set_all  # noqa: E402
 
@@ -52,7 +52,7 @@ def kernel_run(fasta: Path, mode, traceback, backend):
     backend.timings.clear()
     stages: dict = {}
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    with NumbaCompiles() as compiles:
+    with NumbaCompiles() as compiles, CupyCompiles() as kernels:
         t = time.perf_counter()
         seqs = pairalign.read_sequences(fasta).sequences
         job = Job(mode, sc, traceback, SortedSet.encode(seqs, sc))
@@ -63,7 +63,9 @@ def kernel_run(fasta: Path, mode, traceback, backend):
     return {**backend.timings, "order": stages["order"], "page_faults": faults,
             "slot_gb": slots / 1e9, "numba_compiles": compiles.count,
             "numba_compile_s": round(compiles.seconds, 3),
-            "numba_slowest": [(round(s, 3), f) for s, f in compiles.slowest[:3]]}, wall
+            "numba_slowest": [(round(s, 3), f) for s, f in compiles.slowest[:3]],
+            "cupy_lookups_s": round(kernels.looked_up, 3),
+            "cupy_compiled": [(round(s, 3), f) for s, f in kernels.compiled]}, wall
 
 
 def write_fasta(seqs, path: Path) -> Path:

@@ -45,6 +45,57 @@ class NumbaCompiles:
         self.slowest = sorted(spans, reverse=True)[:5]
 
 
+class CupyCompiles:
+    """CuPy's kernel compilations inside a ``with`` block, on any thread:
+    NVRTC runs (``compiled``: ``(seconds, first kernel name)``, a kernel
+    not in CuPy's disk cache) and disk-cache lookups (``looked_up``:
+    seconds summed). A fresh machine has no disk cache: its first process
+    compiles every kernel it runs; later processes load them."""
+
+    def __enter__(self) -> "CupyCompiles":
+        import re
+        import threading
+        import time
+
+        from cupy.cuda import compiler
+
+        self._compiler = compiler
+        # (CuPy's private names: where a version lacks one, it is not counted)
+        self._saved = {name: getattr(compiler, name) for name in
+                       ("compile_using_nvrtc", "_compile_with_cache_cuda")
+                       if hasattr(compiler, name)}
+        self.compiled: list[tuple[float, str]] = []
+        self.looked_up = 0.0
+        lock = threading.Lock()
+
+        def nvrtc(source, *args, **kwargs):
+            t = time.perf_counter()
+            try:
+                return self._saved["compile_using_nvrtc"](source, *args, **kwargs)
+            finally:
+                m = re.search(r"__global__\s+void\s+(\w+)", source)
+                with lock:
+                    self.compiled.append((time.perf_counter() - t, m.group(1) if m else "?"))
+
+        def cached(*args, **kwargs):
+            t = time.perf_counter()
+            try:
+                return self._saved["_compile_with_cache_cuda"](*args, **kwargs)
+            finally:
+                with lock:
+                    self.looked_up += time.perf_counter() - t
+
+        for name, wrapper in (("compile_using_nvrtc", nvrtc),
+                              ("_compile_with_cache_cuda", cached)):
+            if name in self._saved:
+                setattr(compiler, name, wrapper)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for name, fn in self._saved.items():
+            setattr(self._compiler, name, fn)
+
+
 def cells_of(lengths) -> int:
     """DP cells of the all-vs-all of sequences of these lengths (pairs i < j)."""
     lengths = np.asarray(lengths, dtype=np.int64)
