@@ -9,15 +9,17 @@ takes the next window of the order when it falls idle and spends
 ``cells / rate + overhead`` on it; its result then goes to a queue of
 ``max(8, 2 x GPUs + 2)`` results (the engine's), waiting while the queue is
 full, and the consumer places it in input order in ``pairs x per-pair``
-seconds. Printed per order and GPU count: when the last GPU ends, when the
+seconds. The windows are the engine's: planned, ranked, interleaved or not,
+and cut for several GPUs by :func:`~pairalign.scheduler.lpt.balance`, each
+parent's pieces right after it. Printed per order and GPU count: when the last GPU ends, when the
 consumer ends, the seconds the GPUs waited on the full queue, and the GPUs'
 end with a consumer that takes no time (LPT's makespan alone).
 
 The defaults are an H200's score-only local rate and the placing consumer's
 rate measured at 1e14 cells on four H200s (``scaling.py --consumer place``,
-v47-v49: 2.7 s for 939 M pairs). Windows are not cut further for balance as
-the engine cuts them for several workers (:func:`~pairalign.scheduler.lpt.balance`);
-at 1e14 cells it cuts none.
+v47-v49: 2.7 s for 939 M pairs). Memory does not cut windows here (the
+engine fits each to the device's budget; at ``--width`` 2,048 score-only
+windows fit an H100).
 """
 
 from __future__ import annotations
@@ -29,12 +31,20 @@ import numpy as np
 from workloads import sampled_proteins  # puts the repository on the path
 
 from pairalign.engine import MIN_RESULTS_QUEUED  # noqa: E402
-from pairalign.scheduler.lpt import interleaved, lpt_order  # noqa: E402
+from pairalign.scheduler.lpt import balance, interleaved, lpt_order  # noqa: E402
 from pairalign.scheduler.windows import plan_windows  # noqa: E402
 
 
+def pieces_in_order(windows, order, lengths, gpus: int):
+    """The windows the engine's queue hands out: the parents in ``order``,
+    each followed by its pieces (:func:`balance` for ``gpus`` workers)."""
+    parents = [windows[k] for k in order]
+    return [w for ws in balance(parents, lengths, lengths, gpus) for w in ws]
+
+
 def simulate(order, seconds, pairs, gpus: int, depth: int, per_pair: float):
-    """(last GPU's end, consumer's end, seconds the GPUs waited to queue a result)."""
+    """(last GPU's end, consumer's end, seconds the GPUs waited to queue a
+    result) for windows ``order`` (indices of ``seconds`` and ``pairs``)."""
     events = []
     it = iter(order)
     for k in range(gpus):
@@ -74,20 +84,22 @@ def main() -> int:
 
     lengths = np.sort([len(s) for s in sampled_proteins(args.cells)])[::-1].copy()
     windows = plan_windows(lengths, None, args.width)
-    cells = np.array([w.cost for w in windows], float)
-    pairs = np.array([w.pairs for w in windows], float)
-    seconds = cells / args.rate + args.overhead
-    print(f"{len(lengths):,} proteins, {len(windows)} windows, {cells.sum():.4g} cells, "
-          f"{pairs.sum():,.0f} pairs")
-    largest_first = lpt_order(list(cells))
-    print(f"{'order':12} {'GPUs':>4} {'GPUs end':>9} {'consumer end':>13} {'waited':>7} "
-          f"{'no consumer':>12}")
+    total = sum(w.cost for w in windows)
+    print(f"{len(lengths):,} proteins, {len(windows)} planned windows, {total:.4g} cells, "
+          f"{sum(w.pairs for w in windows):,} pairs")
+    largest_first = lpt_order([w.cost for w in windows])
+    print(f"{'order':12} {'GPUs':>4} {'windows':>7} {'GPUs end':>9} {'consumer end':>13} "
+          f"{'waited':>7} {'no consumer':>12}")
     for name, order in (("largest", largest_first), ("interleaved", interleaved(largest_first))):
         for n in (int(x) for x in args.gpus.split(",")):
+            run = pieces_in_order(windows, order, lengths, n)
+            seconds = np.array([w.cost for w in run], float) / args.rate + args.overhead
+            pairs = np.array([w.pairs for w in run], float)
             depth = max(MIN_RESULTS_QUEUED, 2 * n + 2)
-            g, c, w = simulate(order, seconds, pairs, n, depth, args.per_pair)
-            g0, _, _ = simulate(order, seconds, pairs, n, depth, 0.0)
-            print(f"{name:12} {n:>4} {g:9.2f} {c:13.2f} {w:7.2f} {g0:12.2f}")
+            every = range(len(run))
+            g, c, w = simulate(every, seconds, pairs, n, depth, args.per_pair)
+            g0, _, _ = simulate(every, seconds, pairs, n, depth, 0.0)
+            print(f"{name:12} {n:>4} {len(run):>7} {g:9.2f} {c:13.2f} {w:7.2f} {g0:12.2f}")
     return 0
 
 
