@@ -3,7 +3,11 @@
 The paper's task manager: windows sorted by estimated cost (their DP cells),
 largest first; each worker (one per GPU, or the CPU) takes the next window as
 soon as it falls idle. For ``m`` workers the makespan is at most
-``(4/3 - 1/(3m))`` times the optimum (Graham 1969).
+``(4/3 - 1/(3m))`` times the optimum (Graham 1969). Here the windows go
+interleaved instead (:data:`INTERLEAVE`): in any order, workers that take
+the next window as they fall idle end within ``(1 - 1/m)`` times the last
+window's cost of ``total / m`` (Graham 1966), and interleaved, the last
+windows are the middle-sized ones.
 
 Windows are cut first by the engine (width from memory, see
 :func:`pairalign.scheduler.windows.plan_windows`); here they are
