@@ -39,7 +39,8 @@ class NumbaCompiles:
             if ev.is_start:
                 starts[key] = t
             elif key in starts:
-                spans.append((t - starts.pop(key), ev.data["dispatcher"].py_func.__qualname__))
+                func = getattr((ev.data or {}).get("dispatcher"), "py_func", None)
+                spans.append((t - starts.pop(key), getattr(func, "__qualname__", "?")))
         self.count = len(spans)
         self.seconds = sum(s for s, _ in spans)
         self.slowest = sorted(spans, reverse=True)[:5]
