@@ -203,20 +203,20 @@ def _in_input_order(job: Job, batch: PairBatch) -> PairBatch:
 
 
 #: Placements stage their columns as a row a pair (``Placement(staged=True)``),
-#: columns again at the end: one or two cache lines a pair's scattered
-#: stores instead of one a column, for a pass over the rows at the end.
+#: given as views of the rows at the end: one or two cache lines a pair's
+#: scattered stores instead of one a column.
 #: ``None``: staged where several workers share the run, whose consumer
 #: bounds it otherwise (four H200s, score-only at 3e13 cells, ``benchmarks/
 #: scaling.py --consumer place,place-staged``: 1.99 s staged against 2.37 s,
 #: 3.67x one GPU against 3.02x); one GPU keeps the columns, whose consumer
-#: keeps up and which the pass at the end would only lengthen (7.31 s
-#: staged against 7.17 s; NOTES.md, v34). True or False: always, never.
+#: keeps up (7.31 s staged, when the rows were copied into columns at the
+#: end, against 7.17 s; NOTES.md, v34) and whose results stay contiguous.
+#: True or False: always, never.
 STAGED_PLACEMENT: bool | None = None
 #: A placement writes the columns known from the ranks alone (the indices,
-#: the -1 columns without traceback, and staged, the pages of the rows'
-#: columns to be: 32-44 bytes a pair) on a thread of its own beside the
-#: placing (``Placement(guard=...)``), instead of before its first batch
-#: while the workers wait. ``None``: beside where the placement is staged.
+#: and the -1 columns without traceback: 16-20 bytes a pair) on a thread of
+#: its own beside the placing (``Placement(guard=...)``), instead of before
+#: its first batch while the workers wait. ``None``: beside where the placement is staged.
 #: Four H200s, 3e13 cells score-only, staged, one process: 1.97 s beside
 #: against 2.07 and 2.14 s before (the workers blocked 0.01-0.05 s against
 #: 0.26-0.44 s). One H100, global with traceback at 1e13 cells, not staged

@@ -225,7 +225,10 @@ class PairBatch:
         for name in _COLUMNS:
             src = getattr(self, name)
             cols[name] = np.empty(len(index), src.dtype)
-            batch_ops.gather(src, index, cols[name])
+            if src.flags.c_contiguous:
+                batch_ops.gather(src, index, cols[name])
+            else:  # a staged placement's view of its rows: no numba compile for its layout
+                np.take(src, index, out=cols[name])
         counts = self.n_ops[index]
         offsets = _offsets(counts)
         code = np.empty(int(offsets[-1]), self.op_code.dtype)
@@ -393,10 +396,12 @@ class Placement:
 
     With ``staged``, the placed columns (the score and ends, or with
     traceback every per-pair column and the operation count) go into one
-    int32 row a pair (``batch_ops.place_rows``), made columns at
-    :meth:`finish`: a pair's scattered stores touch one or two cache lines
-    instead of one a column, at the cost of a pass over them at the end and
-    of both forms held at once there.
+    int32 row a pair (``batch_ops.place_rows``): a pair's scattered stores
+    touch one or two cache lines instead of one a column. The columns that
+    :meth:`finish` gives are strided views of the rows (``rows[:, k]``), not
+    copies: no pass over them at the end, and no second form held beside
+    them (a copy took 0.22-0.29 s of 11 GB after the last batch of a
+    four-GPU run of 1e14 cells, benchmarks/NOTES.md, v49).
 
     With ``guard`` (a context manager: the caller's numba guard), the
     columns known from the ranks alone are written on a thread of their own
@@ -427,9 +432,6 @@ class Placement:
         #: staged: a row a pair, the count last with traceback (see place_rows)
         self.rows = (np.empty((total, staged_row_bytes(traceback) // 4), np.int32)
                      if staged else None)
-        #: staged: the rows' columns to be, their pages first touched with
-        #: the known columns (not in the pass at the end)
-        self._unstaged = np.empty(self.rows.shape[::-1], np.int32) if staged else None
         self.counts = None if staged else np.zeros(total, np.int64)
         self._known = False
         self._guard = guard
@@ -463,9 +465,7 @@ class Placement:
 
     def _write_known(self) -> None:
         """The columns that need no batch: the indices of each rank, and the
-        -1 columns without traceback; staged, the pages of the rows' columns
-        to be touched (zeros), so that the pass at the end does not fault
-        them in."""
+        -1 columns without traceback."""
         from .kernels import batch_ops
 
         t = time.perf_counter()
@@ -473,8 +473,6 @@ class Placement:
         batch_ops.pair_indices(self.n, self.ncols, self.triangle, c["query"], c["target"])
         if not self.traceback:
             batch_ops.fill(c[_UNSET[0]], np.int32(-1))
-        if self._unstaged is not None:
-            batch_ops.fill(self._unstaged.reshape(-1), np.int32(0))
         self.spent["known"] += time.perf_counter() - t
 
     def _write_known_guarded(self) -> None:
@@ -504,17 +502,14 @@ class Placement:
                 raise self._known_error
 
     def _unstage(self) -> None:
-        """The staged rows (``staged``) as columns, the counts among them."""
-        from .kernels import batch_ops
-
+        """The staged rows (``staged``) as columns, the counts among them:
+        views of the rows, one a field."""
         if self.rows is None:
             return
-        out = self._unstaged
-        batch_ops.transpose(self.rows, out)
-        self.rows = self._unstaged = None
-        for name, column in zip(self.staged_names, out):
-            self.cols[name] = column
-        self.counts = out[-1] if self.traceback else np.zeros(out.shape[1], np.int64)
+        rows, self.rows = self.rows, None
+        for k, name in enumerate(self.staged_names):
+            self.cols[name] = rows[:, k]
+        self.counts = rows[:, -1] if self.traceback else None
 
     def add(self, batch: PairBatch) -> None:
         """Put ``batch``'s pairs (input indices) in place."""

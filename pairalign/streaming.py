@@ -17,22 +17,15 @@ from typing import Iterator
 import numpy as np
 
 from .engine import (_NUMBA, _OP_BYTES, DEFAULT_MAX_MEMORY, assemble, iter_windows,
-                     pair_rank, placement, run_workers, staged_placement)
+                     pair_rank, placement, run_workers)
 from .job import Job
-from .pairs import PairBatch, on_host, staged_row_bytes
+from .pairs import PairBatch, on_host
 
-#: Bytes of results held per pair, besides its operations (a rough measure).
+#: Bytes of results held per pair, besides its operations (a rough measure;
+#: a placement holds 32-52, staged or not: ``Placement``).
 PAIR_BYTES = 64
 #: Bytes per alignment operation (code and run length), as the engine counts them.
 OP_BYTES = _OP_BYTES
-
-
-def placement_bytes(job: Job, workers: int = 1) -> int:
-    """Host bytes a pair of ``job`` takes at most while placed in memory
-    (besides its operations), for a run of ``workers`` workers: a staged
-    placement (:func:`pairalign.engine.staged_placement`) holds its rows
-    beside their columns while it turns the one into the other."""
-    return PAIR_BYTES + (staged_row_bytes(job.traceback) if staged_placement(workers) else 0)
 
 
 def estimated_bytes(job: Job) -> int:
@@ -70,7 +63,7 @@ def in_input_order(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
     # comes (overlapping the windows still running), operations left on the
     # device where it can; past the budget, buckets
     workers = run_workers(backend, client)
-    fits = placement_bytes(job, workers) * job.pairs <= bucket_bytes
+    fits = PAIR_BYTES * job.pairs <= bucket_bytes
     place = placement(job, workers) if fits else None
     windows = iter_windows(job, backend, max_memory=max_memory, width=width,
                            progress=progress, client=client, timings=timings,

@@ -12,7 +12,7 @@ import pairalign
 from pairalign.api import _job, make_scoring
 from pairalign.cli import main
 from pairalign.engine import run_job
-from pairalign.pairs import PairBatch
+from pairalign.pairs import _COLUMNS, PairBatch
 from pairalign.streaming import in_input_order
 
 
@@ -334,24 +334,42 @@ def test_known_columns_written_beside_raise_their_error_at_finish(recs):
         place.finish()
 
 
-def test_placement_bytes_count_the_staged_rows(recs, monkeypatch):
-    """A placement's bytes a pair count the rows held beside the columns at
-    the end where it stages them (several workers), and only there."""
+@pytest.mark.parametrize("traceback", [True, False])
+def test_a_staged_placement_gives_views_of_its_rows(recs, traceback, monkeypatch):
+    """A staged placement (several workers) gives its placed columns as views
+    of its rows, one a field, not copies: what it holds a pair is within
+    PAIR_BYTES, which decides whether a job is placed in memory, as the
+    columns' placement's is."""
     from pairalign import engine
-    from pairalign.streaming import PAIR_BYTES, placement_bytes
+    from pairalign.streaming import PAIR_BYTES
 
     monkeypatch.setattr(engine, "STAGED_PLACEMENT", None)
-    # what the rows take: an int32 a staged column (score and ends, or all
-    # seven), and the count with traceback
-    row_bytes = {False: 12, True: 32}
-    for traceback in (True, False):
-        _, job = _job(recs, None, "local", make_scoring(recs.alphabet), traceback, "cpu",
-                      None, None)
-        assert placement_bytes(job, 1) == PAIR_BYTES
-        assert placement_bytes(job, 2) == PAIR_BYTES + row_bytes[traceback]
-        place = engine.placement(job, 2)
-        per_row = place.rows.nbytes // place.rows.shape[0]
-        assert per_row == row_bytes[traceback]
+    be, job = _job(recs, None, "local", make_scoring(recs.alphabet), traceback, "cpu",
+                   None, None)
+    ref = run_job(job, be)
+    held = {}
+    for workers in (1, 2):
+        place = engine.placement(job, workers)
+        rows = place.rows
+        assert (rows is not None) == (workers > 1)
+        place.add(ref)
+        got = place.finish()
+        columns = [getattr(got, name) for name in place.staged_names]
+        # an int32 a staged column (score and ends, or all seven), and the
+        # count with traceback
+        assert len(columns) == (7 if traceback else 3) if workers > 1 else not columns
+        for k, column in enumerate(columns):
+            assert column.base is rows and np.shares_memory(column, rows[:, k])
+        # a staged batch's pairs taken as a column placement's are
+        pick = np.random.default_rng(workers).permutation(len(ref))[:100]
+        for a, b in ((ref, got), (ref.take(pick), got.take(pick))):
+            for name in ref.__dataclass_fields__:
+                assert np.array_equal(getattr(a, name), getattr(b, name)), name
+        bases = {id(b): b for b in (a if a.base is None else a.base for a in
+                                    [*(getattr(got, k) for k in _COLUMNS), place.counts]
+                                    if a is not None)}
+        held[workers] = sum(b.nbytes for b in bases.values()) / len(ref)
+    assert held[2] <= held[1] <= PAIR_BYTES
 
 
 def _device_piece(device, ref, piece):

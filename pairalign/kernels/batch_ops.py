@@ -70,14 +70,6 @@ def place_rows(n, ncols, triangle, traceback, q, t, score, qb, qe, tb, te, ident
             rows[p, 2] = te[k]
 
 
-@njit(cache=True, parallel=True, nogil=True, boundscheck=False)
-def transpose(rows, out):
-    """``out[j, p] = rows[p, j]``: :func:`place_rows`'s rows as columns."""
-    for p in prange(rows.shape[0]):
-        for j in range(rows.shape[1]):
-            out[j, p] = rows[p, j]
-
-
 @njit(cache=True, nogil=True, boundscheck=False)
 def _row_indices(a, n, ncols, triangle, o_q, o_t):
     if triangle:
