@@ -47,7 +47,9 @@ def kernel_run(fasta: Path, mode, traceback, backend):
     """One job on ``fasta``, read inside the timed run (the issue's end to end:
     FASTA read to results in host memory), and the process's page faults in it
     (``page_faults``: minor faults, a page or a huge page of new memory each;
-    a fresh virtual machine's first touch of its memory is slow, NOTES v48)."""
+    a fresh virtual machine's first touch of its memory is slow, NOTES v48),
+    the placement's parts (``placement``: ``Placement.spent``) and the
+    seconds the GPU's results waited for the consumer (``blocked``)."""
     sc = Scoring.create("protein")
     backend.timings.clear()
     stages: dict = {}
@@ -60,7 +62,11 @@ def kernel_run(fasta: Path, mode, traceback, backend):
         wall = time.perf_counter() - t
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
     slots = (getattr(backend, "_reservation", None) or {}).get("bytes", 0)
-    return {**backend.timings, "order": stages["order"], "page_faults": faults,
+    place = {k: round(v, 3) for k, v in (stages.get("placement") or {}).items()}
+    workers = (stages.get("scheduler") or {}).get("workers", [])
+    return {**backend.timings, "order": stages["order"], "placement": place,
+            "blocked": round(sum(w["blocked_s"] for w in workers), 3),
+            "page_faults": faults,
             "slot_gb": slots / 1e9, "numba_compiles": compiles.count,
             "numba_compile_s": round(compiles.seconds, 3),
             "numba_slowest": [(round(s, 3), f) for s, f in compiles.slowest[:3]],

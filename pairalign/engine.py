@@ -1156,7 +1156,8 @@ def run_job(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
     ``dask.distributed.Client`` to run the windows on a cluster.
 
     ``timings`` (a dict) receives: ``windows`` and ``order`` (seconds, summed
-    over calls), ``predicted`` (seconds the cost model predicted for the windows,
+    over calls), ``placement`` (the last call's
+    :attr:`~pairalign.pairs.Placement.spent`), ``predicted`` (seconds the cost model predicted for the windows,
     ``None`` without a model), ``measured`` (seconds they took), and
     ``scheduler``: per worker its windows, pairs, cells, busy seconds, failures
     and predicted seconds; the retries; the model.
@@ -1171,6 +1172,8 @@ def run_job(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
     if timings is not None:
         timings["windows"] = timings.get("windows", 0.0) + spent["finish"] - clock
         timings["order"] = timings.get("order", 0.0) + spent["order"]
+        if "placement" in spent:
+            timings["placement"] = spent["placement"]
         for k in ("predicted", "measured", "scheduler"):
             if k in inner:
                 timings[k] = inner[k]

@@ -39,6 +39,14 @@ RESERVE_OPERATIONS = True
 #: with traceback at 1e13 cells, in one process: H200 4.37-4.52 s against
 #: 4.43-4.62 s, H100 4.77-4.88 s against 4.81-4.98 s (NOTES.md, v43).
 TOUCH_PLACED = True
+#: While those threads run, batches that come are held, up to this many
+#: bytes of them, and placed once the pages are in: the consumer goes back
+#: for the next result at once instead of waiting, so that the workers'
+#: results do not fill their queue and stop the GPUs. A fresh virtual
+#: machine's first touch of its memory runs at a quarter of the speed
+#: (NOTES.md, v48), and its first run's first batch waited for the pages
+#: while the GPU went idle (NOTES.md, v50). 0: the first batch waits.
+HOLD_WHILE_TOUCHING = 2 << 30
 #: Arrays smaller than this are left to fault in as they are placed into: a
 #: thread each would cost a small job more than their faults.
 TOUCH_LEAST_BYTES = 1 << 20
@@ -145,6 +153,7 @@ def _touch_soon(arrays: list[np.ndarray]) -> list[threading.Thread]:
     def touch(share: list[tuple[np.ndarray, int, int]]) -> None:
         for buf, lo, hi in share:
             touch_pages(buf, lo, hi, page)
+        threading.current_thread().ended = time.perf_counter()
 
     threads = [threading.Thread(target=touch, args=(pieces[k::count],), name="pairalign-touch",
                                 daemon=True) for k in range(count)]
@@ -408,9 +417,12 @@ class Placement:
     from the first batch on, beside the placing, under the guard, instead of
     before the first batch is placed (a run's workers wait for the consumer
     meanwhile). ``spent`` holds the seconds of each part: ``known``,
-    ``touch`` (the first batch's wait for the pages, :data:`TOUCH_PLACED`),
-    ``add`` (without it), ``finish`` (with ``guard``, ``known`` ran beside
-    the others).
+    ``touch`` (the wait for the pages, :data:`TOUCH_PLACED`, once the
+    batches held meanwhile reach :data:`HOLD_WHILE_TOUCHING` or the last
+    has come), ``add`` (without it), ``finish`` (the held batches' placing
+    among it where they waited for it; with ``guard``, ``known`` ran beside
+    the others), and where threads touched the pages, ``touched``: when they
+    were done, from the placement's creation.
     """
 
     def __init__(self, rows: int, cols: int | None = None, traceback: bool = True,
@@ -448,13 +460,31 @@ class Placement:
         self._seen_ops = self._seen_pairs = 0
         self._reserve: _OperationsReserve | None = None
         #: the threads faulting in the placed columns' pages (TOUCH_PLACED)
+        self._created = time.perf_counter()
         self._touching = _touch_soon(self._placed_arrays()) if TOUCH_PLACED else []
+        #: batches held while they run (HOLD_WHILE_TOUCHING), and their bytes
+        self._held: list[PairBatch] = []
+        self._held_bytes = 0
 
     def _touched(self) -> None:
-        """Once the placed arrays' pages are in (TOUCH_PLACED)."""
+        """Once the placed arrays' pages are in (TOUCH_PLACED); ``spent``'s
+        ``touched`` is when, in seconds from the placement's creation."""
         for thread in self._touching:
             thread.join()
+        if self._touching:
+            self.spent["touched"] = max(getattr(th, "ended", self._created)
+                                        for th in self._touching) - self._created
         self._touching = []
+
+    def _holds(self, batch: PairBatch) -> bool:
+        """Whether ``batch`` is held (HOLD_WHILE_TOUCHING) instead of placed."""
+        if not self._touching or not any(th.is_alive() for th in self._touching):
+            return False
+        if self._held_bytes + batch.nbytes > HOLD_WHILE_TOUCHING:
+            return False
+        self._held.append(batch)
+        self._held_bytes += batch.nbytes
+        return True
 
     def _placed_arrays(self) -> list[np.ndarray]:
         """The arrays :meth:`add` scatters into."""
@@ -512,15 +542,30 @@ class Placement:
         self.counts = rows[:, -1] if self.traceback else None
 
     def add(self, batch: PairBatch) -> None:
-        """Put ``batch``'s pairs (input indices) in place."""
-        from .kernels import batch_ops
-
+        """Put ``batch``'s pairs (input indices) in place (or hold it until
+        the placed arrays' pages are in: :data:`HOLD_WHILE_TOUCHING`)."""
         t = time.perf_counter()
         self._known_columns()
+        if self._holds(batch):
+            self.spent["add"] += time.perf_counter() - t
+            return
+        touched = self.spent["touch"]
+        self._place_held()
+        self._place(batch)
+        self.spent["add"] += time.perf_counter() - t - (self.spent["touch"] - touched)
+
+    def _place_held(self) -> None:
+        """The pages in (the wait counted as ``touch``), then the batches held."""
         t1 = time.perf_counter()
         self._touched()
-        waited = time.perf_counter() - t1
-        self.spent["touch"] += waited
+        self.spent["touch"] += time.perf_counter() - t1
+        held, self._held, self._held_bytes = self._held, [], 0
+        for batch in held:
+            self._place(batch)
+
+    def _place(self, batch: PairBatch) -> None:
+        from .kernels import batch_ops
+
         device = getattr(batch, "device_ops", None)
         # each pair's rank, kept where the host places its operations at
         # finish (a score-only batch's ranks are not: 8 bytes a pair of fresh
@@ -542,7 +587,6 @@ class Placement:
         if self.traceback and RESERVE_OPERATIONS:
             self._reserve_ahead(int(device.code.size) if device is not None
                                 else len(batch.op_code), len(batch))
-        self.spent["add"] += time.perf_counter() - t - waited
 
     def _reserve_ahead(self, ops: int, pairs: int) -> None:
         """The operations' arrays made, and their pages faulted in, from the
@@ -574,6 +618,7 @@ class Placement:
         itself, it places them while the host makes the columns."""
         t = time.perf_counter()
         try:
+            self._place_held()
             return self._finish()
         finally:
             self.spent["finish"] += time.perf_counter() - t

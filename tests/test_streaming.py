@@ -130,19 +130,24 @@ def test_placement_rebuilds_a_batch_from_shuffled_pieces(recs, traceback, target
 
 
 @pytest.mark.parametrize("staged", [False, True])
-def test_placement_places_only_once_its_pages_are_touched(recs, staged, monkeypatch):
+@pytest.mark.parametrize("hold", ["none", "one batch", "all"])
+def test_placement_places_only_once_its_pages_are_touched(recs, staged, hold, monkeypatch):
     """The threads that fault a placement's placed arrays in (TOUCH_PLACED)
-    write zeros: its first batch waits for them, so a slow one zeroes
+    write zeros, so nothing is placed before they are done: batches that
+    come meanwhile are held (up to HOLD_WHILE_TOUCHING bytes; past it, a
+    batch waits for them, and so does finish), and a slow thread zeroes
     nothing placed. Arrays under TOUCH_LEAST_BYTES get no thread."""
+    import threading
     import time
 
     from pairalign import engine, pairs
     from pairalign.engine import placement
     monkeypatch.setattr(engine, "STAGED_PLACEMENT", staged)
     touch = pairs.touch_pages
+    release = threading.Event()
 
     def slow(*args):
-        time.sleep(0.2)
+        release.wait(10)
         touch(*args)
 
     monkeypatch.setattr(pairs, "touch_pages", slow)
@@ -151,12 +156,23 @@ def test_placement_places_only_once_its_pages_are_touched(recs, staged, monkeypa
     ref = run_job(job, be)
     assert not placement(job)._touching  # this job's arrays are all small
     monkeypatch.setattr(pairs, "TOUCH_LEAST_BYTES", 1)
+    pieces = [ref.take(p) for p in
+              np.array_split(np.random.default_rng(2).permutation(len(ref)), 3)]
+    cap = {"none": 0, "one batch": pieces[0].nbytes, "all": 1 << 40}[hold]
+    monkeypatch.setattr(pairs, "HOLD_WHILE_TOUCHING", cap)
     place = placement(job)
-    assert place._touching  # running
-    for piece in np.array_split(np.random.default_rng(2).permutation(len(ref)), 3):
-        place.add(ref.take(piece))
-    assert not place._touching
+    assert place._touching  # running, held at the event
+    threading.Timer(0.3, release.set).start()
+    t = time.perf_counter()
+    place.add(pieces[0])
+    # held, the consumer goes on at once; else it waited for the pages
+    assert (time.perf_counter() - t < 0.2) == (hold != "none")
+    assert len(place._held) == (hold != "none") and bool(place._touching) == (hold != "none")
+    for piece in pieces[1:]:
+        place.add(piece)
+    assert len(place._held) == (3 if hold == "all" else 0)
     got = place.finish()
+    assert not place._touching and not place._held and place.spent["touched"] >= 0.3
     for name in ref.__dataclass_fields__:
         assert np.array_equal(getattr(ref, name), getattr(got, name)), name
 
