@@ -352,17 +352,23 @@ def test_dask_task_batches_in_input_indices_from_either_kind_of_backend(tri):
     (13_622, 13_622, True, 1), (13_622, 13_622, True, 2), (13_622, 13_622, True, 4),
     (13_622, 13_622, True, 8), (2_128, 2_128, True, 4), (3_000, 40_000, False, 4),
     (3_000, 9_000, False, 4), (100, 100, True, 4)])
+@pytest.mark.parametrize("traceback", [False, True])
 def test_gpu_window_width_grows_only_for_large_jobs_on_several_devices(
-        rows, cols, triangle, workers):
-    """Several GPUs take MAX_WIDTH_SEVERAL where each would get at least
-    SEVERAL_MIN_WINDOWS windows that wide (counted here from the job's
-    windows as planned), else MAX_WIDTH; never wider than the job."""
+        rows, cols, triangle, workers, traceback, monkeypatch):
+    """Several GPUs take MAX_WIDTH_SEVERAL (MAX_WIDTH_SEVERAL_TRACEBACK with
+    traceback) where each would get at least SEVERAL_MIN_WINDOWS windows
+    that wide (counted here from the job's windows as planned), else
+    MAX_WIDTH; never wider than the job. (With traceback, as a wider
+    setting would: 2,048.)"""
     from pairalign.kernels import gpu_backend as g
 
-    got = g.widest_window(rows, cols, triangle, workers)
+    assert g.MAX_WIDTH_SEVERAL_TRACEBACK == g.MAX_WIDTH  # by default, no wider
+    monkeypatch.setattr(g, "MAX_WIDTH_SEVERAL_TRACEBACK", 2048)
+    several = g.MAX_WIDTH_SEVERAL_TRACEBACK if traceback else g.MAX_WIDTH_SEVERAL
+    got = g.widest_window(rows, cols, triangle, workers, traceback)
     wide = plan_windows(np.ones(rows, np.int64), None if triangle else np.ones(cols, np.int64),
-                        g.MAX_WIDTH_SEVERAL)
-    want = (g.MAX_WIDTH_SEVERAL if workers > 1 and len(wide) >= g.SEVERAL_MIN_WINDOWS * workers
+                        several)
+    want = (several if workers > 1 and len(wide) >= g.SEVERAL_MIN_WINDOWS * workers
             else g.MAX_WIDTH)
     assert got == min(want, -(-max(rows, cols) // BLOCK) * BLOCK)
     assert got % BLOCK == 0

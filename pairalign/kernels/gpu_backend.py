@@ -275,6 +275,12 @@ MAX_WIDTH = 1024
 #: v33).
 MAX_WIDTH_SEVERAL = 2048
 SEVERAL_MIN_WINDOWS = 4
+#: The same with traceback: windows of 2,048 did not fit the device's budget
+#: (the bits, or the checkpoints and walks), the engine split them at launch
+#: or after out-of-memory failures, and two GPUs ran slower than one (two
+#: H200s, local at 1e13 cells, placed: 5.63 s then 3.88 s, 6-10 failures,
+#: 28 windows planned and 223 run, against 4.99 s on one GPU; NOTES.md, v50).
+MAX_WIDTH_SEVERAL_TRACEBACK = MAX_WIDTH
 #: With traceback, the packed kernel's groups walk their own pairs once their
 #: fill is done, and the walk kernel takes the other pairs alone (align.cu,
 #: FUSED_WALK): the walk kernel's blocks, beside the next window's fill, kept
@@ -537,23 +543,28 @@ def _covered(spans: np.ndarray) -> float:
     return float(reach[-1] - spans[0, 0] - gaps.sum())
 
 
-def widest_window(rows: int, cols: int, triangle: bool, workers: int = 1) -> int:
+def widest_window(rows: int, cols: int, triangle: bool, workers: int = 1,
+                  traceback: bool = False) -> int:
     """The window width of a job of ``rows`` x ``cols`` sequences (all-vs-all
     where ``triangle``) on ``workers`` GPUs: MAX_WIDTH, or MAX_WIDTH_SEVERAL
-    where several workers would each have at least SEVERAL_MIN_WINDOWS windows
-    of that width; never wider than the job, rounded up to whole blocks.
+    (MAX_WIDTH_SEVERAL_TRACEBACK with ``traceback``) where several workers
+    would each have at least SEVERAL_MIN_WINDOWS windows of that width;
+    never wider than the job, rounded up to whole blocks.
 
     >>> widest_window(13_622, 13_622, True, workers=1), widest_window(13_622, 13_622, True, 4)
     (1024, 2048)
+    >>> widest_window(13_622, 13_622, True, 4, traceback=True)
+    1024
     >>> widest_window(2_128, 2_128, True, workers=4), widest_window(100, 100, True)
     (1024, 112)
     """
     width = MAX_WIDTH
-    if workers > 1 and MAX_WIDTH_SEVERAL > MAX_WIDTH:
-        k, c = -(-rows // MAX_WIDTH_SEVERAL), -(-cols // MAX_WIDTH_SEVERAL)
+    several = MAX_WIDTH_SEVERAL_TRACEBACK if traceback else MAX_WIDTH_SEVERAL
+    if workers > 1 and several > MAX_WIDTH:
+        k, c = -(-rows // several), -(-cols // several)
         windows = k * (k + 1) // 2 if triangle else k * c
         if windows >= SEVERAL_MIN_WINDOWS * workers:
-            width = MAX_WIDTH_SEVERAL
+            width = several
     return min(width, -(-max(rows, cols) // BLOCK) * BLOCK)
 
 
@@ -838,12 +849,13 @@ class GPUBackend:
         return last if last < budget <= last * (1 + SLOT_BUDGET_SLACK) else budget
 
     def window_width(self, job: Job, budget: int, workers: int = 1) -> int:
-        """Up to MAX_WIDTH, or MAX_WIDTH_SEVERAL for a large job on several
-        ``workers`` (:func:`widest_window`): windows too large for the device
-        are split by the engine. A launch's blocks are ordered longest first,
-        so the hardware block scheduler balances them (LPT).
+        """Up to MAX_WIDTH, or wider for a large job on several ``workers``
+        (:func:`widest_window`): windows too large for the device are split
+        by the engine. A launch's blocks are ordered longest first, so the
+        hardware block scheduler balances them (LPT).
         """
-        return widest_window(len(job.rows), len(job.col_set), job.triangle, workers)
+        return widest_window(len(job.rows), len(job.col_set), job.triangle, workers,
+                             job.traceback)
 
     def _host_stream(self):
         """A high-priority stream for the work that the host waits on (a
