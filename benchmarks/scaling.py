@@ -296,6 +296,8 @@ def main() -> int:
                      if r.get("arrivals") else "")
                   + f", predicted {r['timings']['predicted']} "
                   f"({sched.get('model')})", flush=True)
+            if sched.get("first_failure"):
+                print(f"  first failure: {sched['first_failure']}", flush=True)
 
     if args.dask:
         from dask.distributed import Client, LocalCluster

@@ -626,6 +626,8 @@ class _LocalRun:
         #: failures other than out of memory, and the first one's message
         self.errors = 0
         self.first_error: str | None = None
+        #: the first failure's message, out of memory included
+        self.first_failure: str | None = None
         self.retries = 0
         # failures are bounded by construction (windows split down to blocks, blocks
         # move on to other workers and the CPU, and then the run fails); this is a
@@ -717,6 +719,8 @@ class _LocalRun:
         with self.lock:
             self.failures += 1
             self.retries += n
+            if self.first_failure is None:
+                self.first_failure = f"{stats.label}: {type(exc).__name__}: {exc}"
             if not is_out_of_memory(exc):  # too large a window is no fault
                 self.errors += 1
                 if self.first_error is None:
@@ -1160,7 +1164,7 @@ def run_job(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
     :attr:`~pairalign.pairs.Placement.spent`), ``predicted`` (seconds the cost model predicted for the windows,
     ``None`` without a model), ``measured`` (seconds they took), and
     ``scheduler``: per worker its windows, pairs, cells, busy seconds, failures
-    and predicted seconds; the retries; the model.
+    and predicted seconds; the retries; the first failure's message; the model.
     """
     clock = time.perf_counter()
     inner: dict = {}
@@ -1232,6 +1236,7 @@ def _fill_timings(timings: dict, job: Job, work: Work, run: _LocalRun, predicted
         "planned_windows": len(work.parents),
         "width": work.width,
         "failures": run.failures,
+        "first_failure": run.first_failure,
         "retries": run.retries,
         "model": None if predicted is None else str(predicted["model"]),
     }

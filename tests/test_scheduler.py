@@ -417,6 +417,10 @@ def test_failures_split_and_retry_nothing_lost_or_duplicated(tri):
     same(out, ref)
     sched = timings["scheduler"]
     assert sched["failures"] > 0
+    # the first failure's message names its worker (an out of memory here)
+    labels = [w["label"] for w in sched["workers"]]
+    assert any(sched["first_failure"].startswith(f"{lab}: ") for lab in labels), labels
+    assert "out of memory" in sched["first_failure"].lower()
     ran = [w for f in fakes for w in f.ran]
     assert all(w.pairs <= 300 for w in ran)
     assert sum(w.pairs for w in ran) == len(ref)  # each pair ran exactly once
