@@ -231,22 +231,26 @@ def staged_placement(workers: int) -> bool:
     return workers > 1 if STAGED_PLACEMENT is None else bool(STAGED_PLACEMENT)
 
 
-def placement(job: Job, workers: int = 1) -> Placement:
+def placement(job: Job, workers: int = 1, backend=None) -> Placement:
     """An empty :class:`~pairalign.pairs.Placement` for the pairs of ``job``,
-    for a run of ``workers`` workers (staged as :func:`staged_placement`
-    says; its known columns beside the placing as
-    :data:`KNOWN_COLUMNS_BESIDE` says, by default where staged)."""
+    for a run of ``workers`` workers of ``backend`` (staged as
+    :func:`staged_placement` says; its known columns beside the placing as
+    :data:`KNOWN_COLUMNS_BESIDE` says, by default where staged; with
+    several workers, the primary one places the operations where it can:
+    :data:`~pairalign.pairs.PLACE_HOST_OPS_ON_DEVICE`)."""
     staged = staged_placement(workers)
     beside = staged if KNOWN_COLUMNS_BESIDE is None else KNOWN_COLUMNS_BESIDE
+    first = primary(backend) if backend is not None and workers > 1 else None
+    placer = first if hasattr(first, "place_ops") else None
     return Placement(len(job.rows), None if job.triangle else len(job.cols), job.traceback,
-                     staged=staged, guard=_NUMBA if beside else None)
+                     staged=staged, guard=_NUMBA if beside else None, placer=placer)
 
 
 def assemble(job: Job, batches: Iterable[PairBatch], spent: dict | None = None,
-             workers: int = 1) -> PairBatch:
+             workers: int = 1, backend=None) -> PairBatch:
     """Every pair of ``job`` in input order, from batches (input indices, as
     :func:`iter_windows` yields them) that hold each pair once, for a run
-    of ``workers`` workers (:func:`placement`).
+    of ``workers`` workers of ``backend`` (:func:`placement`).
 
     Each batch's columns are put in place as it comes, while later windows
     run; the operations once all are in. ``spent`` receives ``order`` (seconds
@@ -254,7 +258,7 @@ def assemble(job: Job, batches: Iterable[PairBatch], spent: dict | None = None,
     ``placement`` (the placement's own seconds by part:
     :attr:`~pairalign.pairs.Placement.spent`).
     """
-    place = placement(job, workers)
+    place = placement(job, workers, backend)
     placing = 0.0
     for batch in batches:
         t = time.perf_counter()
@@ -1172,7 +1176,8 @@ def run_job(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
     out = assemble(job, iter_windows(job, backend, max_memory=max_memory, width=width,
                                      progress=progress, timings=inner, client=client,
                                      device_ops=True),
-                   spent, workers=run_workers(backend, client))
+                   spent, workers=run_workers(backend, client),
+                   backend=backend if client is None else None)
     if timings is not None:
         timings["windows"] = timings.get("windows", 0.0) + spent["finish"] - clock
         timings["order"] = timings.get("order", 0.0) + spent["order"]
