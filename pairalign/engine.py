@@ -216,7 +216,8 @@ STAGED_PLACEMENT: bool | None = None
 #: A placement writes the columns known from the ranks alone (the indices,
 #: and the -1 columns without traceback: 16-20 bytes a pair) on a thread of
 #: its own beside the placing (``Placement(guard=...)``), instead of before
-#: its first batch while the workers wait. ``None``: beside where the placement is staged.
+#: its first batch while the workers wait. ``None``: beside where the
+#: placement is staged.
 #: Four H200s, 3e13 cells score-only, staged, one process: 1.97 s beside
 #: against 2.07 and 2.14 s before (the workers blocked 0.01-0.05 s against
 #: 0.26-0.44 s). One H100, global with traceback at 1e13 cells, not staged
@@ -1165,8 +1166,9 @@ def run_job(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
 
     ``timings`` (a dict) receives: ``windows`` and ``order`` (seconds, summed
     over calls), ``placement`` (the last call's
-    :attr:`~pairalign.pairs.Placement.spent`), ``predicted`` (seconds the cost model predicted for the windows,
-    ``None`` without a model), ``measured`` (seconds they took), and
+    :attr:`~pairalign.pairs.Placement.spent`), ``predicted`` (seconds the
+    cost model predicted for the windows, ``None`` without a model),
+    ``measured`` (seconds they took), and
     ``scheduler``: per worker its windows, pairs, cells, busy seconds, failures
     and predicted seconds; the retries; the first failure's message; the model.
     """

@@ -581,6 +581,7 @@ class Placement:
             self._place(batch)
 
     def _place(self, batch: PairBatch) -> None:
+        """``batch``'s pairs scattered into place, its operations kept for finish."""
         from .kernels import batch_ops
 
         device = getattr(batch, "device_ops", None)
@@ -735,7 +736,6 @@ class Placement:
         self.ops = []
         self.device_ops = []
         return PairBatch(**self.cols, op_offsets=offsets, op_code=code, op_len=length)
-
 
     def _places_host_ops(self, total: int) -> bool:
         """Whether the placer places the host's operations
