@@ -503,6 +503,20 @@ class Work:
         return out
 
 
+def reserve_slots(job: Job, backend) -> None:
+    """Every worker's device memory for ``job``'s windows taken (``reserve``,
+    on a thread of each device's own) while the windows are planned. Only the
+    first worker fits the windows, so another one sized its slots by the
+    windows it had seen at its first launch, with windows interleaved the
+    job's smallest, and grew them window after window (each growth waits for
+    its stream; two H200s with traceback: GPUs 75% busy, and out-of-memory
+    failures in some runs, benchmarks/NOTES.md, v50)."""
+    for worker in worker_backends(backend):
+        reserve = getattr(worker, "reserve", None)
+        if reserve is not None:
+            reserve(job)
+
+
 def prepare_work(job: Job, backend, max_memory: int = DEFAULT_MAX_MEMORY,
                  width: int | None = None, n_workers: int | None = None,
                  ordered: bool = False, defer: bool = False) -> Work:
@@ -1091,9 +1105,7 @@ def iter_windows(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
                                     timings=timings)
         return
     clock = time.perf_counter()
-    reserve = getattr(primary(backend), "reserve", None)
-    if reserve is not None:  # its device memory taken while the windows are planned
-        reserve(job)
+    reserve_slots(job, backend)
     work = prepare_work(job, backend, max_memory, width, ordered=ordered,
                         defer=DEFER_EXACT_FIT)
     first = work.workers[0]

@@ -428,6 +428,34 @@ def test_failures_split_and_retry_nothing_lost_or_duplicated(tri):
     covered(job, batches)
 
 
+def test_every_worker_reserves_its_device_memory_before_the_windows_are_planned(tri,
+                                                                                  monkeypatch):
+    """Each device worker's slots are taken at the job's start (``reserve``),
+    not only the first worker's, which alone fits the windows: the others
+    would size their slots by the first window they see. Before planning:
+    prepare_work finds every reservation made."""
+    from pairalign import engine
+
+    job, ref = tri
+    reserved, seen = [], []
+
+    class Reserving(Fake):
+        def reserve(self, job):
+            reserved.append((self.tag, job))
+
+    prepare = engine.prepare_work
+
+    def spy(*args, **kwargs):
+        seen.append(list(reserved))
+        return prepare(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "prepare_work", spy)
+    fakes = [Reserving("a", pipeline=True), Reserving("b"), Fake("c")]
+    same(run_job(job, fakes, width=64), ref)
+    assert reserved == [("a", job), ("b", job)]
+    assert seen == [reserved]
+
+
 def test_pipelined_failure_reruns_windows_in_flight_alone(tri):
     job, ref = tri
     bad = make_window(job.rows.lengths, job.rows.lengths, 16, 32, 48, 64, True)
