@@ -1,12 +1,20 @@
 """One device call: the GPU tests, then the GPU benchmark.
 
     python benchmarks/gpu_check.py [--part K/N] [--tests-only] [benchmark args...]
+    python benchmarks/gpu_check.py --several [--tests-only] [scaling args...]
 
 Arguments it does not know go to ``benchmarks/gpu.py`` (``--cells 1e13
 --tb-cells 1e13``, ...). The whole GPU suite takes 420-520 s on an H100 and
 a device call at most 600 s: ``--part K/N`` runs the K-th of N parts of it
 (the collected tests dealt round-robin, so that each part holds some of every
 parametrized test), and ``--tests-only`` skips the benchmark.
+
+On a machine of several GPUs, ``--several`` runs instead the tests of
+several devices, Dask, the placement and the slots (:data:`SEVERAL`, from
+every test file: 56 on two H200s in v50, about 90 s), then
+``benchmarks/scaling.py`` with the arguments it does not know (by default
+``--cells 1e13 --traceback --gpus 1,2 --consumer place``: local with
+traceback on one GPU and on two, its failures and the first one's message).
 """
 
 from __future__ import annotations
@@ -22,6 +30,12 @@ GPU_TESTS = ("test_gpu_bounded.py", "test_gpu.py")
 #: jaxtyping's pytest plugin, where the device's Python has it, is not ours to load.
 PYTEST = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:jaxtyping",
           "-o", "addopts="]
+#: The tests that ``--several`` selects (``pytest -k``).
+SEVERAL = ("second_device or several_devices or slots_reserved_at_the_job_start or dask "
+           "or placed_on_the_device_or_the_host or slots_take_windows or staged or views "
+           "or reserves_its_device or primary_device")
+#: ``--several``'s benchmark where no argument is given.
+SCALING = ["--cells", "1e13", "--traceback", "--gpus", "1,2", "--consumer", "place"]
 
 
 def part(text: str) -> tuple[int, int]:
@@ -52,7 +66,20 @@ def main() -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--part", type=part, default=(1, 1), metavar="K/N")
     ap.add_argument("--tests-only", action="store_true")
+    ap.add_argument("--several", action="store_true",
+                    help="the tests of several devices, then scaling.py")
     args, bench_args = ap.parse_known_args()
+    if args.several:
+        tests = subprocess.run([*PYTEST, "-q", "-rfs", "-k", SEVERAL, str(ROOT / "tests")],
+                               cwd=ROOT)
+        if args.tests_only:
+            print(f"tests of several devices exit {tests.returncode}")
+            return tests.returncode
+        bench = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "scaling.py"),
+                                *(bench_args or SCALING)], cwd=ROOT)
+        print(f"tests of several devices exit {tests.returncode}, "
+              f"scaling exit {bench.returncode}")
+        return tests.returncode or bench.returncode
     files = [str(ROOT / "tests" / f) for f in GPU_TESTS]
     k, n = args.part
     selected = files if n == 1 else share(test_ids(files), k, n)
