@@ -333,7 +333,9 @@ def main() -> int:
                     if w.get("last_at") and "t0" in r else "")
             per.append(f"{w['label']} {w['windows']}{ends} / {w['busy_s'] / r['wall']:.0%}"
                        + (f" / {bt['gpu_busy'] / r['wall']:.0%}" if "gpu_busy" in bt else "")
-                       + f" / {wait:.2f} s")
+                       + f" / {wait:.2f} s"
+                       + (f" / {bt['slot_grown']:.0f} slot growths" if bt.get("slot_grown")
+                          else ""))
         one = bases.get((r.get("consumer_kind"), r.get("buffer")), base)
         speed = one / r["wall"] if one else float("nan")
         kind = r.get("consumer_kind", "checksum")

@@ -505,12 +505,14 @@ class Work:
 
 def reserve_slots(job: Job, backend) -> None:
     """Every worker's device memory for ``job``'s windows taken (``reserve``,
-    on a thread of each device's own) while the windows are planned. Only the
-    first worker fits the windows, so another one sized its slots by the
-    windows it had seen at its first launch, with windows interleaved the
-    job's smallest, and grew them window after window (each growth waits for
-    its stream; two H200s with traceback: GPUs 75% busy, and out-of-memory
-    failures in some runs, benchmarks/NOTES.md, v50)."""
+    on a thread of each device's own) while the windows are planned, as one
+    GPU's is. Only the first worker fits the windows, so another one sized
+    its slots by the windows it had seen at its first launch (with windows
+    interleaved, the job's smallest) and grew them past each larger one,
+    each growth waiting for its stream (``slot_grown`` counts them). Two
+    H200s with traceback ran their GPUs 75% busy, with out-of-memory
+    failures in some runs; whether the growths were their cause is to be
+    measured (benchmarks/NOTES.md, v50)."""
     for worker in worker_backends(backend):
         reserve = getattr(worker, "reserve", None)
         if reserve is not None:

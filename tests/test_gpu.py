@@ -367,6 +367,7 @@ def test_slots_reserved_at_the_job_start(data_dir, monkeypatch, mode, reserve):
     if reserve:
         assert held is not None and held["ok"] and "reserve" in be.timings
         assert set(sizes) == {held["bytes"]}
+        assert "slot_grown" not in be.timings  # every slot its whole budget at once
     else:
         assert held is None and "reserve" not in be.timings
         assert max(sizes) < be.device_budget()

@@ -652,3 +652,25 @@ def test_modules_compiled_ahead_are_those_of_the_jobs_mode_and_widths(monkeypatc
         assert be._module(key[0], job.mode_code) == ("module", key)
     be._compile_ahead(job)  # compiled: nothing started
     assert len(compiled) == len(widths) and not be._compiling
+
+
+@pytest.mark.parametrize("host_arena", [True, False])
+def test_a_slot_grows_only_past_its_block_and_each_growth_is_counted(monkeypatch, host_arena):
+    """A stream slot's block is replaced only by a larger one, each growth
+    counted (``slot_grown``; a worker whose slots are reserved at the job's
+    start has none), and, from the host stream's arena, only once its stream
+    has finished with the old block."""
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(gpu_backend, "SLOTS_IN_HOST_ARENA", host_arena)
+    be = GPUBackend.planner()
+    be._slots, be.timings, be._timings_lock = {}, {}, threading.Lock()
+    taken, synced = [], []
+    monkeypatch.setattr(GPUBackend, "_slot_block",
+                        lambda self, n, stream: taken.append(n) or np.empty(n, np.uint8))
+    stream = SimpleNamespace(ptr=7, synchronize=lambda: synced.append(len(taken)))
+    for n in (100, 50, 100, 300, 200, 301):
+        assert be._slot(stream, n).nbytes >= n
+    assert taken == [100, 300, 301]
+    assert be.timings["slot_grown"] == 2
+    assert synced == ([1, 2] if host_arena else [])

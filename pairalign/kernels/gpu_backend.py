@@ -1023,10 +1023,13 @@ class GPUBackend:
         after this one's, could take it at once, while this stream's last
         window may still read it: the stream is synchronized first (a slot
         grows rarely, past the job's largest planned window). In the slot
-        stream's own arena, CuPy gives a freed block only to that stream."""
+        stream's own arena, CuPy gives a freed block only to that stream.
+        Each growth is counted (``slot_grown`` in :attr:`timings`)."""
         held = self._slots.get(stream.ptr)
-        if SLOTS_IN_HOST_ARENA and held is not None and held.nbytes < nbytes:
-            stream.synchronize()
+        if held is not None and held.nbytes < nbytes:
+            self._add("slot_grown", 1.0)
+            if SLOTS_IN_HOST_ARENA:
+                stream.synchronize()
         return _at_least(self._slots, stream.ptr, nbytes, lambda n: self._slot_block(n, stream))
 
     def _slot_block(self, nbytes: int, stream):
