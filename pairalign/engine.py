@@ -503,7 +503,7 @@ class Work:
         return out
 
 
-def reserve_slots(job: Job, backend) -> None:
+def reserve_slots(job: Job, backend) -> list:
     """Every worker's device memory for ``job``'s windows taken (``reserve``,
     on a thread of each device's own) while the windows are planned, as one
     GPU's is. Only the first worker fits the windows, so another one sized
@@ -512,11 +512,15 @@ def reserve_slots(job: Job, backend) -> None:
     each growth waiting for its stream (``slot_grown`` counts them). Two
     H200s with traceback ran their GPUs 75% busy, with out-of-memory
     failures in some runs; whether the growths were their cause is to be
-    measured (benchmarks/NOTES.md, v50)."""
-    for worker in worker_backends(backend):
+    measured (benchmarks/NOTES.md, v50). Returns the workers
+    (:func:`~.scheduler.devices.worker_backends`), for the run to use the
+    very ones that reserved."""
+    workers = worker_backends(backend)
+    for worker in workers:
         reserve = getattr(worker, "reserve", None)
         if reserve is not None:
             reserve(job)
+    return workers
 
 
 def prepare_work(job: Job, backend, max_memory: int = DEFAULT_MAX_MEMORY,
@@ -1107,8 +1111,8 @@ def iter_windows(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
                                     timings=timings)
         return
     clock = time.perf_counter()
-    reserve_slots(job, backend)
-    work = prepare_work(job, backend, max_memory, width, ordered=ordered,
+    workers = reserve_slots(job, backend)
+    work = prepare_work(job, workers, max_memory, width, ordered=ordered,
                         defer=DEFER_EXACT_FIT)
     first = work.workers[0]
     if fallback == "auto":
