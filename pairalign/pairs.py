@@ -566,19 +566,21 @@ class Placement:
         if self._holds(batch):
             self.spent["add"] += time.perf_counter() - t
             return
-        touched = self.spent["touch"]
-        self._place_held()
+        waited = self._place_held()
         self._place(batch)
-        self.spent["add"] += time.perf_counter() - t - (self.spent["touch"] - touched)
+        self.spent["add"] += time.perf_counter() - t - waited
 
-    def _place_held(self) -> None:
-        """The pages in (the wait counted as ``touch``), then the batches held."""
-        t1 = time.perf_counter()
+    def _place_held(self) -> float:
+        """The pages in (where no batch came too), then the batches held;
+        returns the seconds waited for the pages, counted as ``touch``."""
+        t = time.perf_counter()
         self._touched()
-        self.spent["touch"] += time.perf_counter() - t1
+        waited = time.perf_counter() - t
+        self.spent["touch"] += waited
         held, self._held, self._held_bytes = self._held, [], 0
         for batch in held:
             self._place(batch)
+        return waited
 
     def _place(self, batch: PairBatch) -> None:
         """``batch``'s pairs scattered into place, its operations kept for finish."""
@@ -688,7 +690,6 @@ class Placement:
         from .kernels import batch_ops
 
         self._known_columns(wait=True)
-        self._touched()  # where no batch came
         self._unstage()
         if not self.traceback:  # read-only once placed: one array is all four columns
             self.cols[_UNSET[0]].flags.writeable = False
