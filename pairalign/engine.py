@@ -52,7 +52,7 @@ from .job import Job
 from .pairs import PairBatch, Placement
 from .scheduler import cost as _cost
 from .scheduler.devices import (bind_thread, is_out_of_memory, label as _label,
-                                min_window_pairs, primary, recover, worker_backends)
+                                min_window_pairs, recover, worker_backends)
 from .scheduler import lpt as _lpt
 from .scheduler.lpt import (Cancelled, Item, WorkQueue, balance, interleaved, lpt_assign,
                              lpt_order)
@@ -232,26 +232,22 @@ def staged_placement(workers: int) -> bool:
     return workers > 1 if STAGED_PLACEMENT is None else bool(STAGED_PLACEMENT)
 
 
-def placement(job: Job, workers: int = 1, backend=None) -> Placement:
+def placement(job: Job, workers: int = 1) -> Placement:
     """An empty :class:`~pairalign.pairs.Placement` for the pairs of ``job``,
-    for a run of ``workers`` workers of ``backend`` (staged as
-    :func:`staged_placement` says; its known columns beside the placing as
-    :data:`KNOWN_COLUMNS_BESIDE` says, by default where staged; with
-    several workers, the primary one places the operations where it can:
-    :data:`~pairalign.pairs.PLACE_HOST_OPS_ON_DEVICE`)."""
+    for a run of ``workers`` workers (staged as :func:`staged_placement`
+    says; its known columns beside the placing as
+    :data:`KNOWN_COLUMNS_BESIDE` says, by default where staged)."""
     staged = staged_placement(workers)
     beside = staged if KNOWN_COLUMNS_BESIDE is None else KNOWN_COLUMNS_BESIDE
-    first = primary(backend) if backend is not None and workers > 1 else None
-    placer = first if hasattr(first, "place_ops") else None
     return Placement(len(job.rows), None if job.triangle else len(job.cols), job.traceback,
-                     staged=staged, guard=_NUMBA if beside else None, placer=placer)
+                     staged=staged, guard=_NUMBA if beside else None)
 
 
 def assemble(job: Job, batches: Iterable[PairBatch], spent: dict | None = None,
-             workers: int = 1, backend=None) -> PairBatch:
+             workers: int = 1) -> PairBatch:
     """Every pair of ``job`` in input order, from batches (input indices, as
     :func:`iter_windows` yields them) that hold each pair once, for a run
-    of ``workers`` workers of ``backend`` (:func:`placement`).
+    of ``workers`` workers (:func:`placement`).
 
     Each batch's columns are put in place as it comes, while later windows
     run; the operations once all are in. ``spent`` receives ``order`` (seconds
@@ -259,7 +255,7 @@ def assemble(job: Job, batches: Iterable[PairBatch], spent: dict | None = None,
     ``placement`` (the placement's own seconds by part:
     :attr:`~pairalign.pairs.Placement.spent`).
     """
-    place = placement(job, workers, backend)
+    place = placement(job, workers)
     placing = 0.0
     for batch in batches:
         t = time.perf_counter()
@@ -1196,8 +1192,7 @@ def run_job(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
     out = assemble(job, iter_windows(job, backend, max_memory=max_memory, width=width,
                                      progress=progress, timings=inner, client=client,
                                      device_ops=True),
-                   spent, workers=run_workers(backend, client),
-                   backend=backend if client is None else None)
+                   spent, workers=run_workers(backend, client))
     if timings is not None:
         timings["windows"] = timings.get("windows", 0.0) + spent["finish"] - clock
         timings["order"] = timings.get("order", 0.0) + spent["order"]

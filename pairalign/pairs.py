@@ -67,15 +67,6 @@ TOUCH_THREADS = 8
 #: the staging buffer. H100, gpu.py first runs, a process each: 8.32, 8.88,
 #: 9.14 s on against 8.83, 9.19 s off (NOTES.md, v44).
 HOST_OPS_TO_DEVICE = True
-#: Where no device kept a job's operations (a run of several workers: each
-#: window's come to the host) but a device backend can place them
-#: (``Placement(placer=...)``), they go up to it at finish and are placed
-#: there, as HOST_OPS_TO_DEVICE places the host's beside a device's, instead
-#: of the host's scatter: that took 0.54-0.60 s after the last batch of a
-#: two-H200 run at 1e13 cells, local with traceback (NOTES.md, v50), and
-#: global's 0.84 s became an upload of ~0.4 s on one H100 (v44). Off until
-#: measured on several devices.
-PLACE_HOST_OPS_ON_DEVICE = False
 #: The share of the pairs placed before the estimate is taken; the arrays'
 #: room over it; the fewest operations estimated worth it.
 RESERVE_AFTER = 0.1
@@ -424,10 +415,6 @@ class Placement:
     them (a copy took 0.22-0.29 s of 11 GB after the last batch of a
     four-GPU run of 1e14 cells, benchmarks/NOTES.md, v49).
 
-    With ``placer`` (a device backend: ``can_place_ops``, ``place_ops``),
-    operations that all came to the host are placed on its device at
-    :meth:`finish` where :data:`PLACE_HOST_OPS_ON_DEVICE` is on.
-
     With ``guard`` (a context manager: the caller's numba guard), the
     columns known from the ranks alone are written on a thread of their own
     from the first batch on, beside the placing, under the guard, instead of
@@ -442,9 +429,8 @@ class Placement:
     """
 
     def __init__(self, rows: int, cols: int | None = None, traceback: bool = True,
-                 staged: bool = False, guard=None, placer=None) -> None:
+                 staged: bool = False, guard=None) -> None:
         self.n = rows
-        self._placer = placer
         self.traceback = traceback
         self.triangle = cols is None
         self.ncols = rows if cols is None else cols
@@ -723,10 +709,6 @@ class Placement:
                     # left there: theirs come to the host and are scattered there
                     self.ops += [(ops.ranks.get(), *ops.entries_on_host())
                                  for ops in self.device_ops]
-            elif self._places_host_ops(total):
-                code, length = self._placer.place_ops([], offsets, total, out=out,
-                                                      host=self.ops)
-                self.ops = []
             if code is None and out is not None:
                 code, length = out
         if code is None:
@@ -737,13 +719,6 @@ class Placement:
         self.ops = []
         self.device_ops = []
         return PairBatch(**self.cols, op_offsets=offsets, op_code=code, op_len=length)
-
-    def _places_host_ops(self, total: int) -> bool:
-        """Whether the placer places the host's operations
-        (PLACE_HOST_OPS_ON_DEVICE), having the memory for them."""
-        return (PLACE_HOST_OPS_ON_DEVICE and self._placer is not None and bool(self.ops)
-                and self._placer.can_place_ops(total, len(self.counts),
-                                               extra=_entries_bytes(self.ops)))
 
 
 def _entries_bytes(entries: list) -> int:

@@ -64,7 +64,7 @@ def in_input_order(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
     # device where it can; past the budget, buckets
     workers = run_workers(backend, client)
     fits = PAIR_BYTES * job.pairs <= bucket_bytes
-    place = placement(job, workers, backend if client is None else None) if fits else None
+    place = placement(job, workers) if fits else None
     windows = iter_windows(job, backend, max_memory=max_memory, width=width,
                            progress=progress, client=client, timings=timings,
                            device_ops=place is not None)

@@ -452,38 +452,6 @@ def test_placement_takes_operations_left_on_a_device(recs, room, up, staged, mon
         assert np.array_equal(getattr(ref, name), getattr(got, name)), name
 
 
-@pytest.mark.parametrize("on", [True, False])
-@pytest.mark.parametrize("room", [True, False])
-def test_several_workers_place_the_hosts_operations_on_the_primary_device(recs, on, room,
-                                                                          monkeypatch):
-    """A run of several workers keeps no operations on a device: all come to
-    the host. Where the primary worker can place operations and has the
-    memory (PLACE_HOST_OPS_ON_DEVICE), they go up to it at finish in one
-    call; else the host scatters them. A CPU primary places nothing; the
-    batch is the same every way."""
-    from pairalign import engine, pairs
-    from pairalign.engine import placement
-
-    monkeypatch.setattr(pairs, "PLACE_HOST_OPS_ON_DEVICE", on)
-    be, job = _job(recs, None, "local", make_scoring(recs.alphabet), True, "cpu", None, None)
-    ref = run_job(job, be)
-    perm = np.random.default_rng(11).permutation(len(ref))
-    device = _FakeDevice(room=room)
-    assert placement(job, 2, [be, be])._placer is None  # a CPU primary
-    assert placement(job, 1, [device])._placer is None  # one worker keeps its own
-    place = placement(job, 2, [device, be])
-    for piece in np.array_split(perm, 5):
-        place.add(ref.take(piece))
-    got = place.finish()
-    assert device.hosted == ([5] if on and room else [])
-    assert device.asked == ([(int(ref.op_offsets[-1]), len(ref), False,
-                              sum(8 * len(p) + (len(p) + 1) * 8 + 5 * int(
-                                  np.diff(ref.op_offsets)[p].sum())
-                                  for p in np.array_split(perm, 5)))] if on else [])
-    for name in ref.__dataclass_fields__:
-        assert np.array_equal(getattr(ref, name), getattr(got, name)), name
-
-
 @pytest.mark.parametrize("own_room", [True, False])
 @pytest.mark.parametrize("staged", [False, True])
 def test_a_device_that_holds_every_operation_sums_their_offsets(recs, own_room, staged,
