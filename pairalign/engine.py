@@ -202,6 +202,16 @@ def _in_input_order(job: Job, batch: PairBatch) -> PairBatch:
         return batch.take(order)
 
 
+#: A run of several device workers leaves each window's operations on its
+#: device, as one worker does, and the placement copies them device to device
+#: onto one of them at the end to be placed there at once
+#: (:meth:`~pairalign.pairs.Placement.finish`), instead of every window's
+#: coming to the host and the host scattering them all after the last batch
+#: (0.44-0.57 s of a two-H200 run of 2.6 s at 1e13 cells, local with
+#: traceback; NOTES.md, v51).
+SEVERAL_DEVICE_OPS = True
+
+
 #: Placements stage their columns as a row a pair (``Placement(staged=True)``),
 #: given as views of the rows at the end: one or two cache lines a pair's
 #: scattered stores instead of one a column.
@@ -627,9 +637,8 @@ class _LocalRun:
                  buffer: int | None, fallback, max_failures: int | None = None,
                  device_ops: bool = False) -> None:
         self.job = job
-        # operations may stay on the device for the consumer's placement
-        # where one device backend runs every device window
-        self.device_ops = device_ops and len(work.workers) == 1
+        # operations may stay on the devices for the consumer's placement
+        self.device_ops = device_ops and (len(work.workers) == 1 or SEVERAL_DEVICE_OPS)
         self.work = work
         self.max_memory = max_memory
         n = len(work.workers)
@@ -1090,10 +1099,12 @@ def iter_windows(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
         What runs blocks that no device can hold or that failed on every
         device: ``"auto"`` a CPU backend (none for a CPU run).
     device_ops : bool
-        Batches of a single device backend may leave their operations on the
-        device (:class:`~pairalign.pairs.DevicePairBatch`), for a
-        :class:`~pairalign.pairs.Placement` to place there at its end; for
-        callers that place every batch or take :func:`~pairalign.pairs.on_host`.
+        Batches of device backends may leave their operations on their
+        devices (:class:`~pairalign.pairs.DevicePairBatch`; with several
+        workers as :data:`SEVERAL_DEVICE_OPS` says), for a
+        :class:`~pairalign.pairs.Placement` to place on one of them at its
+        end; for callers that place every batch or take
+        :func:`~pairalign.pairs.on_host`.
 
     Yields
     ------

@@ -615,9 +615,9 @@ class Placement:
 
     def finish(self) -> PairBatch:
         """Every pair in input order. Operations left on a device are placed
-        there and come to the host in one download (one device's: a
-        placement takes the windows of one device backend, besides host
-        ones), the others are placed on the host after it. Where the device
+        there and come to the host in one download (those of several
+        devices on one of them: :meth:`_onto_one_device`), the others are
+        placed on the host after it. Where the device
         has not the memory to place them all (``owner.can_place_ops``), its
         operations come to the host as they are and are placed there too.
         Where a device holds every pair's operations and sums their offsets
@@ -625,6 +625,7 @@ class Placement:
         t = time.perf_counter()
         try:
             self._place_held()
+            self._onto_one_device()
             return self._finish()
         finally:
             self.spent["finish"] += time.perf_counter() - t
@@ -637,6 +638,30 @@ class Placement:
                 return self._finish_columns(self._place_early(pool))
             finally:
                 self._reserved(0)  # its thread stopped, where nothing took it
+
+    def _onto_one_device(self) -> None:
+        """Where windows of several device backends left their operations on
+        their devices (a run of several GPUs), the others' copied to the
+        one that holds most (``adopt_ops``, device to device), where it has
+        the memory for them beside the job's operations; else they come to
+        the host, to be placed with the host's. Then one device holds every
+        operation left on a device (:meth:`_device_owner`)."""
+        groups: dict[int, list[DeviceOps]] = {}
+        for ops in self.device_ops:
+            groups.setdefault(id(ops.owner), []).append(ops)
+        if len(groups) < 2:
+            return
+        kept, *rest = sorted(groups.values(), key=lambda g: -sum(map(_device_ops_bytes, g)))
+        owner = kept[0].owner
+        others = [ops for group in rest for ops in group]
+        total = (sum(int(ops.code.size) for ops in self.device_ops)
+                 + sum(len(code) for _, _, code, _ in self.ops))
+        if hasattr(owner, "adopt_ops") and owner.can_place_ops(
+                total, self.total, extra=sum(map(_device_ops_bytes, others))):
+            self.device_ops = kept + owner.adopt_ops(others)
+        else:
+            self.ops += [(ops.ranks.get(), *ops.entries_on_host()) for ops in others]
+            self.device_ops = kept
 
     def _device_owner(self):
         """The one device backend whose windows left operations there, or None."""
@@ -719,6 +744,11 @@ class Placement:
         self.ops = []
         self.device_ops = []
         return PairBatch(**self.cols, op_offsets=offsets, op_code=code, op_len=length)
+
+
+def _device_ops_bytes(ops: DeviceOps) -> int:
+    """Bytes of a :class:`DeviceOps`' arrays on its device."""
+    return ops.offsets.nbytes + ops.code.nbytes + ops.length.nbytes + ops.ranks.nbytes
 
 
 def _entries_bytes(entries: list) -> int:

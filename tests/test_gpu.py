@@ -463,23 +463,46 @@ def test_operations_downloaded_into_arrays_made_ahead(data_dir, monkeypatch, mod
 
 
 @pytest.mark.skipif(gpu_count() < 2, reason="needs two CUDA devices")
+@pytest.mark.parametrize("on_devices", [True, False])
 @pytest.mark.parametrize("fetch_thread", [False, True])
 @pytest.mark.parametrize("mode", ["global", "local"])
-def test_several_devices_place_operations_on_the_host(data_dir, monkeypatch, mode,
-                                                      fetch_thread):
-    """Windows on two devices: their alignments come to the host and are
-    placed there (no device is asked to place them), the same as one
-    device's and the CPU's; with FETCH_THREAD, each device's fetch thread
-    on that device."""
+def test_several_devices_place_operations_on_one_or_on_the_host(data_dir, monkeypatch, mode,
+                                                                 fetch_thread, on_devices):
+    """Windows on two devices: with SEVERAL_DEVICE_OPS their operations stay
+    on their devices, one device adopts the other's (copied device to
+    device) and places them all; else they come to the host and are placed
+    there (no device is asked to place them). The same pairs as one
+    device's and the CPU's either way; with FETCH_THREAD, each device's
+    fetch thread on that device."""
+    from pairalign import engine, pairs
+
+    monkeypatch.setattr(engine, "SEVERAL_DEVICE_OPS", on_devices)
     monkeypatch.setattr(gpu_backend, "FETCH_THREAD", fetch_thread)
-    asked = []
+    asked, adopted = [], []
+    can_place = gpu_backend.GPUBackend.can_place_ops
     monkeypatch.setattr(gpu_backend.GPUBackend, "can_place_ops",
-                        lambda self, total, npairs, offsets_on_device=False, extra=0:
-                        asked.append(total) or True)
+                        lambda self, *a, **k: asked.append(self.device.id)
+                        or can_place(self, *a, **k))
+    adopt = gpu_backend.GPUBackend.adopt_ops
+    monkeypatch.setattr(gpu_backend.GPUBackend, "adopt_ops",
+                        lambda self, entries: adopted.append(
+                            (self.device.id, {e.owner.device.id for e in entries}))
+                        or adopt(self, entries))
+    kept = set()  # the devices whose windows left their operations there
+    add = pairs.Placement.add
+    monkeypatch.setattr(pairs.Placement, "add", lambda self, batch: kept.update(
+        [batch.device_ops.owner.device.id] if getattr(batch, "device_ops", None) else [])
+        or add(self, batch))
     kw = dict(mode=mode, traceback=True, window=32)
     path = data_dir / "adeno_fiber.faa"
     two = pairalign.align_all(path, backend="gpu", devices=[0, 1], **kw)
-    assert asked == []
+    if on_devices:
+        assert kept  # (both, unless one device took every window)
+        if len(kept) == 2:
+            assert len(adopted) == 1 and adopted[0][1] == {1 - adopted[0][0]}
+        assert set(asked) == ({adopted[0][0]} if adopted else kept)
+    else:
+        assert kept == set() and asked == adopted == []
     assert_same(pairalign.align_all(path, backend="cpu", **kw), two)
     assert_same(pairalign.align_all(path, backend="gpu", devices=[0], **kw), two)
 

@@ -230,6 +230,16 @@ class _FakeDevice:
         self.miscount = miscount
         self.asked = []
         self.outs = []  # whether each call brought the host's arrays
+        self.adopted = []  # the other devices' entries each adopt_ops took
+
+    def adopt_ops(self, entries):
+        """Other devices' DeviceOps as this one's (copies), counted in ``adopted``."""
+        from pairalign.pairs import DeviceOps
+
+        self.adopted.append(len(entries))
+        return [DeviceOps(self, *(np.array(a).view(_HostArray) for a in
+                                  (ops.offsets, ops.code, ops.length, ops.ranks)))
+                for ops in entries]
 
     def can_place_ops(self, total, npairs, offsets_on_device=False, extra=0):
         self.asked.append((total, npairs, offsets_on_device) + ((extra,) if extra else ()))
@@ -477,6 +487,40 @@ def test_a_device_that_holds_every_operation_sums_their_offsets(recs, own_room, 
     assert device.asked == [(total, len(ref), True)] + ([] if own_room else
                                                           [(total, len(ref), False)])
     assert device.calls == [own_room]
+    for name in ref.__dataclass_fields__:
+        assert np.array_equal(getattr(ref, name), getattr(got, name)), name
+
+
+@pytest.mark.parametrize("room", [True, False])
+@pytest.mark.parametrize("staged", [False, True])
+def test_operations_left_on_several_devices_are_placed_on_one(recs, room, staged,
+                                                               monkeypatch):
+    """Pieces whose operations stayed on two devices (a run of two GPUs)
+    beside host pieces: the device that holds most adopts the other's
+    entries (a copy, device to device) where it has the memory for them, and
+    places every one in one call; else the other's come to the host and are
+    placed there with the host's. The batch is the same either way."""
+    from pairalign import engine
+    from pairalign.engine import placement
+
+    monkeypatch.setattr(engine, "STAGED_PLACEMENT", staged)
+    be, job = _job(recs, None, "local", make_scoring(recs.alphabet), True, "cpu", None, None)
+    ref = run_job(job, be)
+    perm = np.random.default_rng(12).permutation(len(ref))
+    big, small = _FakeDevice(room=room), _FakeDevice()
+    pieces = np.array_split(perm, 6)
+    owners = [big, big, small, None, big, small]  # big holds three pieces, small two
+    place = placement(job, 2)
+    for owner, piece in zip(owners, pieces):
+        place.add(ref.take(piece) if owner is None else _device_piece(owner, ref, piece))
+    got = place.finish()
+    total = int(ref.op_offsets[-1])
+    other = sum(8 * len(p) + 8 * (len(p) + 1) + 5 * int(np.diff(ref.op_offsets)[p].sum())
+                for o, p in zip(owners, pieces) if o is small)
+    assert big.asked[0] == (total, len(ref), False, other)
+    assert big.adopted == ([2] if room else [])
+    assert big.calls == ([False] if room else [])
+    assert small.asked == small.adopted == small.calls == []
     for name in ref.__dataclass_fields__:
         assert np.array_equal(getattr(ref, name), getattr(got, name)), name
 

@@ -1279,6 +1279,33 @@ class GPUBackend:
         self._add("place", time.perf_counter() - t)
         return got[0], got[1]
 
+    def adopt_ops(self, entries: list) -> list[DeviceOps]:
+        """Other device backends' :class:`~pairalign.pairs.DeviceOps` copied
+        to this device (peer to peer where the devices allow it) as this
+        backend's, for one :meth:`place_ops` to take every device's. Each
+        owner's compactions are waited for first (they ran on its high-
+        priority stream), and the copies before returning (their sources go
+        back to the owners' pools). Timed as ``adopt``."""
+        cp = self.cp
+        t = time.perf_counter()
+        for owner in {id(ops.owner): ops.owner for ops in entries}.values():
+            with owner.device:
+                owner._host_stream().synchronize()
+        stream = self._host_stream()
+        adopted = []
+        with self.device, stream:
+            for ops in entries:
+                copies = []
+                for a in (ops.offsets, ops.code, ops.length, ops.ranks):
+                    b = cp.empty(a.shape, a.dtype)
+                    if a.nbytes:
+                        b.data.copy_from_device_async(a.data, a.nbytes, stream)
+                    copies.append(b)
+                adopted.append(DeviceOps(self, *copies))
+            stream.synchronize()
+        self._add("adopt", time.perf_counter() - t)
+        return adopted
+
     def _entries_up(self, host: list, stream) -> list[DeviceOps]:
         """Host operation entries ``(ranks, offsets, code, length)`` as
         :class:`~pairalign.pairs.DeviceOps` on this device, copied on
