@@ -508,6 +508,58 @@ def test_several_devices_place_operations_on_one_or_on_the_host(data_dir, monkey
 
 
 @pytest.mark.skipif(gpu_count() < 2, reason="needs two CUDA devices")
+@pytest.mark.parametrize("share,room", [(3e-6, True), (0.25, False), (3e-6, False)])
+def test_several_devices_keep_some_operations_or_have_no_room_to_adopt(data_dir, monkeypatch,
+                                                                         share, room):
+    """Two devices whose share for kept operations runs out (``share``
+    3e-6: a few windows of 32 each, the later ones' come to the host), or
+    whose adopter has no room for the other's (``room`` False: they come to
+    the host and are placed there with the host's): the CPU's pairs either
+    way; where both kept some, the adopter asked once for its room with the
+    other's bytes."""
+    from pairalign import engine, pairs
+
+    monkeypatch.setattr(engine, "SEVERAL_DEVICE_OPS", True)
+    monkeypatch.setattr(gpu_backend, "DEVICE_OPS_SHARE", share)
+    asked, adopted, owners = [], [], []  # asked: the adoption's question of room
+    onto = pairs.Placement._onto_one_device
+
+    def spy_onto(self):
+        owners.append(len({id(ops.owner) for ops in self.device_ops}))
+        asked.append(None)  # marks the adoption's question to come
+        try:
+            return onto(self)
+        finally:
+            if asked[-1] is None:
+                asked.pop()
+
+    can_place = gpu_backend.GPUBackend.can_place_ops
+
+    def spy(self, total, npairs, offsets_on_device=False, extra=0):
+        if asked and asked[-1] is None:
+            asked[-1] = extra
+            return room and can_place(self, total, npairs, offsets_on_device, extra)
+        return can_place(self, total, npairs, offsets_on_device, extra)
+
+    monkeypatch.setattr(pairs.Placement, "_onto_one_device", spy_onto)
+    monkeypatch.setattr(gpu_backend.GPUBackend, "can_place_ops", spy)
+    adopt = gpu_backend.GPUBackend.adopt_ops
+    monkeypatch.setattr(gpu_backend.GPUBackend, "adopt_ops",
+                        lambda self, entries: adopted.append(len(entries))
+                        or adopt(self, entries))
+    kw = dict(mode="local", traceback=True, window=32)
+    path = data_dir / "adeno_fiber.faa"
+    two = pairalign.align_all(path, backend="gpu", devices=[0, 1], **kw)
+    assert_same(pairalign.align_all(path, backend="cpu", **kw), two)
+    assert len(owners) == 1
+    if owners[0] == 2:  # both devices kept some: the adopter was asked, once
+        assert len(asked) == 1 and asked[0] > 0
+        assert adopted == ([adopted[0]] if room else []) and (not room or adopted[0] > 0)
+    else:
+        assert asked == adopted == []
+
+
+@pytest.mark.skipif(gpu_count() < 2, reason="needs two CUDA devices")
 def test_the_second_device_alone_takes_its_slots_on_it(data_dir, monkeypatch):
     """A run on device 1 alone while device 0 is current, its slots taken
     ahead (``reserve``, every job with traceback): the CPU's pairs; the
