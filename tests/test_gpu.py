@@ -519,6 +519,9 @@ def test_several_devices_keep_some_operations_or_have_no_room_to_adopt(data_dir,
     other's bytes."""
     from pairalign import engine, pairs
 
+    kw = dict(mode="local", traceback=True, window=32)
+    path = data_dir / "adeno_fiber.faa"
+    cpu = pairalign.align_all(path, backend="cpu", **kw)  # before the spies
     monkeypatch.setattr(engine, "SEVERAL_DEVICE_OPS", True)
     monkeypatch.setattr(gpu_backend, "DEVICE_OPS_SHARE", share)
     asked, adopted, owners = [], [], []  # asked: the adoption's question of room
@@ -547,10 +550,8 @@ def test_several_devices_keep_some_operations_or_have_no_room_to_adopt(data_dir,
     monkeypatch.setattr(gpu_backend.GPUBackend, "adopt_ops",
                         lambda self, entries: adopted.append(len(entries))
                         or adopt(self, entries))
-    kw = dict(mode="local", traceback=True, window=32)
-    path = data_dir / "adeno_fiber.faa"
     two = pairalign.align_all(path, backend="gpu", devices=[0, 1], **kw)
-    assert_same(pairalign.align_all(path, backend="cpu", **kw), two)
+    assert_same(cpu, two)
     assert len(owners) == 1
     if owners[0] == 2:  # both devices kept some: the adopter was asked, once
         assert len(asked) == 1 and asked[0] > 0
