@@ -207,8 +207,10 @@ def _in_input_order(job: Job, batch: PairBatch) -> PairBatch:
 #: onto one of them at the end to be placed there at once
 #: (:meth:`~pairalign.pairs.Placement.finish`), instead of every window's
 #: coming to the host and the host scattering them all after the last batch
-#: (0.44-0.57 s of a two-H200 run of 2.6 s at 1e13 cells, local with
-#: traceback; NOTES.md, v51).
+#: (two H200s at 1e13 cells, local with traceback: 2.39-2.56 s against
+#: 2.83-3.00 s; 6.98 against 8.64 s at 3e13; NOTES.md, v51). The price, as
+#: with one GPU: a device lost mid-run (a sticky CUDA error) takes the
+#: operations it kept with it, and the run raises at its end.
 SEVERAL_DEVICE_OPS = True
 
 
