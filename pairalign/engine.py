@@ -22,7 +22,11 @@ The run, in order:
    split is tried on another worker, then on the CPU. A worker failing three
    times in a row with errors other than out-of-memory retires (its device is
    taken as lost). Every pair is counted:
-   nothing is lost or given twice, or the run raises.
+   nothing is lost or given twice, or the run raises. Where windows left
+   their operations on the retired worker's device (``device_ops``), those
+   come to the host, or, where the device lost them, the windows run again
+   elsewhere: a placement then gets their pairs twice, the same columns at
+   the same ranks, and drops the lost operations.
 5. **Results.** Workers hand results through a bounded queue to the consumer
    (:func:`iter_windows`), which maps them to input indices; :func:`run_job`
    gathers them in input order.
@@ -665,6 +669,12 @@ class _LocalRun:
         # move on to other workers and the CPU, and then the run fails); this is a
         # further limit for callers that want one
         self.max_failures = max_failures
+        #: per worker, the items whose batches left their operations on its
+        #: device; the pairs of those run again after it retired, their
+        #: device having lost them; the salvages under way (see _salvage)
+        self.kept: dict[str, list[tuple[Item, object]]] = {}
+        self.redone = 0
+        self.salvaging = 0
         self.fallback_factory = fallback
         self.fallback_stats: WorkerStats | None = None
         self.threads: list[threading.Thread] = []
@@ -741,6 +751,10 @@ class _LocalRun:
         stats.last_at = t
         if stats.first_at is None:
             stats.first_at = t
+        kept = getattr(batch, "device_ops", None)
+        if kept is not None:
+            with self.lock:
+                self.kept.setdefault(stats.label, []).append((item, kept))
         self._post(("batch", item, batch, backend))
         stats.blocked_s += time.perf_counter() - t
         self.q.done()
@@ -798,6 +812,12 @@ class _LocalRun:
         with self.lock:
             self.live.discard(label)
             live = set(self.live)
+            self.salvaging += 1
+        try:
+            self._salvage(label)
+        finally:
+            with self.lock:
+                self.salvaging -= 1
         for st in self.stats:
             if st.label == label:
                 st.retired = True
@@ -868,6 +888,22 @@ class _LocalRun:
             if in_a_row >= RETIRE_AFTER and self._can_retire(label):
                 self._retire(label)
                 return
+
+    def _salvage(self, label: str) -> None:
+        """A retired worker's device may be lost, and with it the operations
+        that its windows left there: each entry comes to the host where the
+        device still gives it (:meth:`~pairalign.pairs.DeviceOps.rescue`),
+        and the windows of those it cannot give run again elsewhere (their
+        pairs counted again: the placement takes the later batch's)."""
+        with self.lock:
+            kept = self.kept.pop(label, [])
+        for item, ops in kept:
+            if ops.rescue():
+                continue
+            with self.lock:
+                self.redone += item.window.pairs
+            self.q.put(Item(key=item.key + (-1,), window=item.window, parent=item.parent,
+                            avoid=frozenset({label})))
 
     def _can_retire(self, label: str) -> bool:
         with self.lock:
@@ -999,7 +1035,7 @@ class _LocalRun:
         """``(item, batch, backend)`` as workers finish them; ends when every pair is in."""
         total = self.work.pairs
         got = 0
-        while got < total:
+        while got < total + self.redone or self.salvaging:
             if self.q.cancelled is not None:
                 raise self.q.cancelled
             try:
@@ -1015,8 +1051,9 @@ class _LocalRun:
             if msg[0] == "batch":
                 got += len(msg[2])
                 yield msg[1], msg[2], msg[3]
-        if got != total:
-            raise RuntimeError(f"scheduler returned {got} pairs, {total} expected")
+        if got != total + self.redone:
+            raise RuntimeError(f"scheduler returned {got} pairs, {total + self.redone} "
+                               "expected")
 
 
 def _failure_kind(exc: BaseException, window: Window | None = None) -> str:
@@ -1106,7 +1143,9 @@ def iter_windows(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
         workers as :data:`SEVERAL_DEVICE_OPS` says), for a
         :class:`~pairalign.pairs.Placement` to place on one of them at its
         end; for callers that place every batch or take
-        :func:`~pairalign.pairs.on_host`.
+        :func:`~pairalign.pairs.on_host`. Where a worker retires, the
+        windows whose operations its device lost come again (their pairs
+        twice over the run: a placement keeps the later batch's).
 
     Yields
     ------
@@ -1141,8 +1180,9 @@ def iter_windows(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
             have = [0] * len(work.parents)
             nxt = 0
         for item, batch, backend in run.results():
-            done += len(batch)
-            cells_done += item.window.cells
+            # (windows run again after their device was lost come twice)
+            done = min(done + len(batch), total)
+            cells_done = min(cells_done + item.window.cells, cells_total)
             _call_progress(progress, done, total, cells_done, cells_total)
             share.apply(run.working())
             b = in_input(job, backend, batch)

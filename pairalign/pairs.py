@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
@@ -345,6 +345,21 @@ class DeviceOps:
     code: object
     length: object
     ranks: object
+    #: once the owner's worker retired (:meth:`rescue`): the entry on the
+    #: host, ``(ranks, offsets, code, length)``, or None where the device
+    #: could not give it (its windows run again elsewhere)
+    salvage: list = field(default_factory=list, compare=False, repr=False)
+
+    def rescue(self) -> bool:
+        """Copy the entry to the host (:attr:`salvage`), once; False where the
+        device cannot give it any more (a device lost to a sticky error)."""
+        if not self.salvage:
+            try:
+                entry = (self.ranks.get(), *self.entries_on_host())
+            except Exception:  # whatever the lost device raises: its pairs run again
+                entry = None
+            self.salvage.append(entry)
+        return self.salvage[0] is not None
 
     def on_host(self) -> tuple[np.ndarray, np.ndarray]:
         """``(code, length)`` copied to the host."""
@@ -625,6 +640,7 @@ class Placement:
         t = time.perf_counter()
         try:
             self._place_held()
+            self._take_salvaged()
             self._onto_one_device()
             return self._finish()
         finally:
@@ -638,6 +654,19 @@ class Placement:
                 return self._finish_columns(self._place_early(pool))
             finally:
                 self._reserved(0)  # its thread stopped, where nothing took it
+
+    def _take_salvaged(self) -> None:
+        """Entries whose owner's worker retired (:meth:`DeviceOps.rescue`):
+        on the host where they were rescued; dropped where they were lost,
+        their pairs having come again in the batches of the windows that
+        ran again (which placed the same columns at the same ranks)."""
+        left = []
+        for ops in self.device_ops:
+            if not ops.salvage:
+                left.append(ops)
+            elif ops.salvage[0] is not None:
+                self.ops.append(ops.salvage[0])
+        self.device_ops = left
 
     def _onto_one_device(self) -> None:
         """Where windows of several device backends left their operations on

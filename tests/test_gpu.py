@@ -586,6 +586,51 @@ def test_the_second_device_alone_takes_its_slots_on_it(data_dir, monkeypatch):
     assert {s.device_id for s in [*be._streams, be._host_stream()]} == {1}
 
 
+def test_a_retired_gpus_kept_operations_come_to_the_host(data_dir, monkeypatch):
+    """The GPU fails every window after its first four (an error other than
+    out of memory: after three in a row its worker retires, its device taken
+    for lost): the operations that its first windows left on the device come
+    to the host (``DeviceOps.rescue``: the device still gives them), the CPU
+    fallback runs the rest, and the pairs are the CPU's."""
+    import warnings
+
+    from pairalign.errors import CPUFallbackWarning, DeviceErrorWarning
+    from pairalign.pairs import DeviceOps
+
+    kw = dict(mode="local", traceback=True, window=32)
+    path = data_dir / "adeno_fiber.faa"
+    cpu = pairalign.align_all(path, backend="cpu", **kw)
+    good, ran, rescued = 4, [], []
+    run_windows, run_window = gpu_backend.GPUBackend.run_windows, gpu_backend.GPUBackend.run_window
+
+    def failing_windows(self, job, state, windows, depth=None):
+        for batch in run_windows(self, job, state, windows, depth):
+            if len(ran) >= good:
+                raise RuntimeError("CUDA error: injected")
+            ran.append(getattr(batch, "device_ops", None) is not None)
+            yield batch
+
+    def failing_window(self, job, state, w):
+        if len(ran) >= good:
+            raise RuntimeError("CUDA error: injected")
+        batch = run_window(self, job, state, w)
+        ran.append(getattr(batch, "device_ops", None) is not None)
+        return batch
+
+    rescue = DeviceOps.rescue
+    monkeypatch.setattr(gpu_backend.GPUBackend, "run_windows", failing_windows)
+    monkeypatch.setattr(gpu_backend.GPUBackend, "run_window", failing_window)
+    monkeypatch.setattr(DeviceOps, "rescue", lambda self: rescued.append(rescue(self))
+                        or rescued[-1])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        gpu = pairalign.align_all(path, backend="gpu", devices=[0], **kw)
+    assert_same(cpu, gpu)
+    assert {DeviceErrorWarning, CPUFallbackWarning} <= {w.category for w in caught}
+    assert len(ran) == good and any(ran)
+    assert rescued == [True] * sum(ran)
+
+
 def test_streamed_results_spill_with_operations_on_the_device(data_dir):
     """Results held in place with their operations on the device until they
     outgrow the budget: the held windows and the later ones come to the host

@@ -483,6 +483,73 @@ def test_dead_worker_retires_others_finish(tri):
     assert "retired" in format_run_report(timings)
 
 
+class _Held:
+    """Stands for a device array of a :class:`_Keeping` fake: ``get()`` copies
+    it to the host, or raises once its device is lost."""
+
+    def __init__(self, fake, a):
+        self.fake, self.a = fake, a
+        self.size, self.nbytes = a.size, a.nbytes
+
+    def __len__(self):
+        return len(self.a)
+
+    def get(self):
+        if self.fake.lost:
+            raise RuntimeError("CUDA error: an illegal memory access was encountered")
+        return self.a.copy()
+
+
+class _Keeping(Fake):
+    """A device worker that leaves its windows' operations on its "device"
+    (``keep_ops_on_device``, as the GPU backend does) and after ``good``
+    windows fails every window; ``lost``: its device loses what it kept
+    (a sticky CUDA error), else it still gives it."""
+
+    def __init__(self, tag, good, lose, **kw):
+        super().__init__(tag, input_indices=True, **kw)
+        self.good, self.lose = good, lose
+        self.lost = False
+        self.keep = False
+        self.kept = 0
+
+    def keep_ops_on_device(self, on):
+        self.keep = on
+
+    def run_window(self, job, state, w):
+        from pairalign.engine import pair_rank
+        from pairalign.pairs import DeviceOps, DevicePairBatch
+
+        if len(self.ran) >= self.good:
+            self.lost = self.lose
+            raise RuntimeError("CUDA error: an illegal memory access was encountered")
+        out = super().run_window(job, state, w)
+        if not self.keep:
+            return out
+        self.kept += 1
+        ops = DeviceOps(self, *(_Held(self, a) for a in (out.op_offsets, out.op_code,
+                                                         out.op_len, pair_rank(job, out))))
+        cols = {name: getattr(out, name) for name in out.__dataclass_fields__}
+        cols |= {"op_code": np.zeros(0, np.uint8), "op_len": np.zeros(0, np.int32)}
+        return DevicePairBatch(**cols, device_ops=ops)
+
+
+@pytest.mark.parametrize("lose", [True, False])
+def test_a_retired_devices_kept_operations_are_rescued_or_run_again(tri, lose):
+    """A device worker that kept its windows' operations on its device
+    retires (errors in a row): where its device still gives them they come
+    to the host, else (``lose``) its windows run again on the other worker;
+    run_job's pairs are the CPU's either way."""
+    job, ref = tri
+    keeping, ok = _Keeping("keeping", good=4, lose=lose), Fake("ok", delay=0.002, seed=3)
+    with pytest.warns(DeviceErrorWarning, match="illegal memory access"):
+        out = run_job(job, [keeping, ok], width=16)
+    same(out, ref)
+    assert keeping.kept == 4 and keeping.lost == lose
+    again = set(keeping.ran) & set(ok.ran)
+    assert again == (set(keeping.ran) if lose else set())
+
+
 def test_every_worker_failing_goes_to_the_fallback(tri):
     job, ref = tri
     always = lambda w, calls: True  # noqa: E731
