@@ -595,8 +595,10 @@ def test_a_retired_gpus_kept_operations_come_to_the_host(data_dir, monkeypatch):
     import warnings
 
     from pairalign.errors import CPUFallbackWarning, DeviceErrorWarning
+    from pairalign.kernels.cpu_backend import CPUBackend
     from pairalign.pairs import DeviceOps
 
+    monkeypatch.setattr(engine, "_default_fallback", lambda first: CPUBackend)  # wanted here
     kw = dict(mode="local", traceback=True, window=32)
     path = data_dir / "adeno_fiber.faa"
     cpu = pairalign.align_all(path, backend="cpu", **kw)
