@@ -534,20 +534,33 @@ class _Keeping(Fake):
         return DevicePairBatch(**cols, device_ops=ops)
 
 
+@pytest.mark.parametrize("streamed", [False, True])
+@pytest.mark.parametrize("other", [True, False])
 @pytest.mark.parametrize("lose", [True, False])
-def test_a_retired_devices_kept_operations_are_rescued_or_run_again(tri, lose):
+def test_a_retired_devices_kept_operations_are_rescued_or_run_again(tri, lose, other,
+                                                                     streamed):
     """A device worker that kept its windows' operations on its device
     retires (errors in a row): where its device still gives them they come
-    to the host, else (``lose``) its windows run again on the other worker;
-    run_job's pairs are the CPU's either way."""
+    to the host, else (``lose``) its windows run again, on the other worker
+    (``other``) or on the CPU fallback. The pairs are the CPU's either way,
+    from run_job or streamed in input order (``in_input_order``, as the
+    command line writes them); the other worker ran again exactly the
+    windows whose operations were lost."""
+    from pairalign.streaming import in_input_order
+
     job, ref = tri
-    keeping, ok = _Keeping("keeping", good=4, lose=lose), Fake("ok", delay=0.002, seed=3)
+    keeping = _Keeping("keeping", good=4, lose=lose)
+    workers = [keeping] + ([Fake("ok", delay=0.002, seed=3)] if other else [])
     with pytest.warns(DeviceErrorWarning, match="illegal memory access"):
-        out = run_job(job, [keeping, ok], width=16)
+        if streamed:
+            out = PairBatch.concat(list(in_input_order(job, workers, width=16)))
+        else:
+            out = run_job(job, workers, width=16)
     same(out, ref)
     assert keeping.kept == 4 and keeping.lost == lose
-    again = set(keeping.ran) & set(ok.ran)
-    assert again == (set(keeping.ran) if lose else set())
+    if other:  # (the CPU fallback's windows are not seen)
+        again = set(keeping.ran) & set(workers[1].ran)
+        assert again == (set(keeping.ran) if lose else set())
 
 
 def test_every_worker_failing_goes_to_the_fallback(tri):
