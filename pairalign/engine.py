@@ -671,10 +671,12 @@ class _LocalRun:
         self.max_failures = max_failures
         #: per worker, the items whose batches left their operations on its
         #: device; the pairs of those run again after it retired, their
-        #: device having lost them; the salvages under way (see _salvage)
+        #: device having lost them (see _salvage); the workers between a
+        #: failure and its consequences (its window put back, the worker
+        #: retired or not): the results do not end meanwhile
         self.kept: dict[str, list[tuple[Item, object]]] = {}
         self.redone = 0
-        self.salvaging = 0
+        self.unsettled = 0
         self.fallback_factory = fallback
         self.fallback_stats: WorkerStats | None = None
         self.threads: list[threading.Thread] = []
@@ -812,12 +814,7 @@ class _LocalRun:
         with self.lock:
             self.live.discard(label)
             live = set(self.live)
-            self.salvaging += 1
-        try:
-            self._salvage(label)
-        finally:
-            with self.lock:
-                self.salvaging -= 1
+        self._salvage(label)
         for st in self.stats:
             if st.label == label:
                 st.retired = True
@@ -869,25 +866,48 @@ class _LocalRun:
                 try:
                     state = backend.prepare(job)
                 except Exception as exc:
-                    recover(backend)
-                    self._requeue(item)
-                    self.q.done()
-                    self._count_failure(stats, exc, 0)
-                    in_a_row += 1
-                    if in_a_row >= RETIRE_AFTER:
-                        self._retire(label)
-                        return
+                    self._unsettle()
+                    try:
+                        recover(backend)
+                        self._requeue(item)
+                        self.q.done()
+                        self._count_failure(stats, exc, 0)
+                        in_a_row += 1
+                        if in_a_row >= RETIRE_AFTER:
+                            self._retire(label)
+                            return
+                    finally:
+                        self._settle()
                     continue
             budget = backend.device_budget() if hasattr(backend, "window_bytes") else None
             if item.solo:
                 ok = self._run_alone(label, stats, backend, state, item, budget, numba_guard)
             else:
                 ok = self._run_stream(label, stats, backend, state, item, budget, numba_guard)
-            # out of memory says the window was too large, not that the device is lost
-            in_a_row = 0 if ok is True else in_a_row + (ok == "error")
-            if in_a_row >= RETIRE_AFTER and self._can_retire(label):
-                self._retire(label)
-                return
+            try:
+                # out of memory says the window was too large, not that the device is lost
+                in_a_row = 0 if ok is True else in_a_row + (ok == "error")
+                if in_a_row >= RETIRE_AFTER and self._can_retire(label):
+                    self._retire(label)
+                    return
+            finally:
+                if ok is not True:  # a failure: unsettled by _run_alone or _run_stream
+                    self._settle()
+
+    def _unsettle(self) -> None:
+        """A worker met a failure: the results, and the other workers, wait
+        until it has settled it (:meth:`_settle`), so that a window it put
+        back, taken and finished by another worker, cannot end them before
+        it has retired and salvaged what its device kept (windows to run
+        again among it)."""
+        with self.lock:
+            self.unsettled += 1
+        self.q.hold()
+
+    def _settle(self) -> None:
+        with self.lock:
+            self.unsettled -= 1
+        self.q.done()
 
     def _salvage(self, label: str) -> None:
         """A retired worker's device may be lost, and with it the operations
@@ -940,6 +960,7 @@ class _LocalRun:
             with guard:
                 batch = backend.run_window(self.job, state, item.window)
         except Exception as exc:
+            self._unsettle()
             recover(backend)
             self._count_failure(stats, exc)
             self._failed_alone(label, item, exc)
@@ -982,6 +1003,7 @@ class _LocalRun:
         except Cancelled:
             raise
         except Exception as exc:
+            self._unsettle()
             recover(backend)
             items = list(inflight)
             inflight.clear()
@@ -1035,7 +1057,7 @@ class _LocalRun:
         """``(item, batch, backend)`` as workers finish them; ends when every pair is in."""
         total = self.work.pairs
         got = 0
-        while got < total + self.redone or self.salvaging:
+        while got < total + self.redone or self.unsettled:
             if self.q.cancelled is not None:
                 raise self.q.cancelled
             try:

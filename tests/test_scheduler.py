@@ -512,6 +512,9 @@ class _Keeping(Fake):
         self.lost = False
         self.keep = False
         self.kept = 0
+        #: set at its third failure (its worker retires): hold another fake on it
+        self.failed = threading.Event()
+        self.failures = 0
 
     def keep_ops_on_device(self, on):
         self.keep = on
@@ -522,6 +525,9 @@ class _Keeping(Fake):
 
         if len(self.ran) >= self.good:
             self.lost = self.lose
+            self.failures += 1
+            if self.failures >= 3:
+                self.failed.set()
             raise RuntimeError("CUDA error: an illegal memory access was encountered")
         out = super().run_window(job, state, w)
         if not self.keep:
@@ -550,7 +556,8 @@ def test_a_retired_devices_kept_operations_are_rescued_or_run_again(tri, lose, o
 
     job, ref = tri
     keeping = _Keeping("keeping", good=4, lose=lose)
-    workers = [keeping] + ([Fake("ok", delay=0.002, seed=3)] if other else [])
+    workers = [keeping] + ([Fake("ok", delay=0.002, seed=3, hold=keeping.failed)]
+                           if other else [])
     with pytest.warns(DeviceErrorWarning, match="illegal memory access"):
         if streamed:
             out = PairBatch.concat(list(in_input_order(job, workers, width=16)))
@@ -561,6 +568,26 @@ def test_a_retired_devices_kept_operations_are_rescued_or_run_again(tri, lose, o
     if other:  # (the CPU fallback's windows are not seen)
         again = set(keeping.ran) & set(workers[1].ran)
         assert again == (set(keeping.ran) if lose else set())
+
+
+def test_results_wait_for_a_failing_worker_to_retire_and_salvage(tri, monkeypatch):
+    """A worker whose window failed puts it back before it decides to
+    retire: another worker may take and finish it first, the last of the
+    job's. The results wait until the failing worker has retired and its
+    device's lost operations have run again (here its decision takes 0.3 s),
+    so the placement never meets operations that nobody salvaged."""
+    from pairalign import engine
+
+    job, ref = tri
+    can_retire = engine._LocalRun._can_retire
+    monkeypatch.setattr(engine._LocalRun, "_can_retire",
+                        lambda self, label: time.sleep(0.3) or can_retire(self, label))
+    keeping = _Keeping("keeping", good=4, lose=True)
+    ok = Fake("ok", delay=0.002, seed=4, hold=keeping.failed)
+    with pytest.warns(DeviceErrorWarning):
+        out = run_job(job, [keeping, ok], width=16)
+    same(out, ref)
+    assert set(keeping.ran) <= set(ok.ran)
 
 
 def test_every_worker_failing_goes_to_the_fallback(tri):

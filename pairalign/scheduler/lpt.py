@@ -282,6 +282,12 @@ class WorkQueue:
             self._outstanding += 1
             self._cv.notify_all()
 
+    def hold(self) -> None:
+        """One more outstanding piece of work until :meth:`done`: no worker's
+        ``get`` ends meanwhile (work may still be put back)."""
+        with self._cv:
+            self._outstanding += 1
+
     def done(self, n: int = 1) -> None:
         with self._cv:
             self._outstanding -= n
