@@ -212,9 +212,9 @@ def _in_input_order(job: Job, batch: PairBatch) -> PairBatch:
 #: (:meth:`~pairalign.pairs.Placement.finish`), instead of every window's
 #: coming to the host and the host scattering them all after the last batch
 #: (two H200s at 1e13 cells, local with traceback: 2.39-2.56 s against
-#: 2.83-3.00 s; 6.98 against 8.64 s at 3e13; NOTES.md, v51). The price, as
-#: with one GPU: a device lost mid-run (a sticky CUDA error) takes the
-#: operations it kept with it, and the run raises at its end.
+#: 2.83-3.00 s; 6.98 against 8.64 s at 3e13; NOTES.md, v51). As with one
+#: GPU, a worker that retires gives what its device kept to
+#: :meth:`_LocalRun._salvage` (to the host, or its windows run again).
 SEVERAL_DEVICE_OPS = True
 
 
