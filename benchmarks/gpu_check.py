@@ -11,7 +11,7 @@ parametrized test), and ``--tests-only`` skips the benchmark.
 
 On a machine of several GPUs, ``--several`` runs instead the tests of
 several devices, Dask, the placement and the slots (:data:`SEVERAL`, from
-every test file: 73 on two H200s in v51, about 90 s), then
+every test file: 76 on two H200s in v51, about 95 s), then
 ``benchmarks/scaling.py`` with the arguments it does not know (by default
 ``--cells 1e13 --traceback --gpus 1,2 --consumer place``: local with
 traceback on one GPU and on two, its failures and the first one's message).
