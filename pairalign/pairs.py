@@ -355,7 +355,7 @@ class DeviceOps:
         device cannot give it any more (a device lost to a sticky error)."""
         if not self.salvage:
             try:
-                entry = (self.ranks.get(), *self.entries_on_host())
+                entry = self.entry_on_host()
             except Exception:  # whatever the lost device raises: its pairs run again
                 entry = None
             self.salvage.append(entry)
@@ -365,9 +365,15 @@ class DeviceOps:
         """``(code, length)`` copied to the host."""
         return self.code.get(), self.length.get()
 
-    def entries_on_host(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(offsets, code, length)`` copied to the host."""
-        return (self.offsets.get(), *self.on_host())
+    def entry_on_host(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The entry copied to the host as a :class:`Placement` keeps the
+        host's: ``(ranks, offsets, code, length)``."""
+        return (self.ranks.get(), self.offsets.get(), *self.on_host())
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of its arrays on the device."""
+        return self.offsets.nbytes + self.code.nbytes + self.length.nbytes + self.ranks.nbytes
 
 
 @dataclass(frozen=True)
@@ -680,16 +686,16 @@ class Placement:
             groups.setdefault(id(ops.owner), []).append(ops)
         if len(groups) < 2:
             return
-        kept, *rest = sorted(groups.values(), key=lambda g: -sum(map(_device_ops_bytes, g)))
+        kept, *rest = sorted(groups.values(), key=lambda g: -sum(ops.nbytes for ops in g))
         owner = kept[0].owner
         others = [ops for group in rest for ops in group]
         total = (sum(int(ops.code.size) for ops in self.device_ops)
                  + sum(len(code) for _, _, code, _ in self.ops))
         if hasattr(owner, "adopt_ops") and owner.can_place_ops(
-                total, self.total, extra=sum(map(_device_ops_bytes, others))):
+                total, self.total, extra=sum(ops.nbytes for ops in others)):
             self.device_ops = kept + owner.adopt_ops(others)
         else:
-            self.ops += [(ops.ranks.get(), *ops.entries_on_host()) for ops in others]
+            self.ops += [ops.entry_on_host() for ops in others]
             self.device_ops = kept
 
     def _device_owner(self):
@@ -761,8 +767,7 @@ class Placement:
                 else:
                     # the device cannot hold the job's operations beside those
                     # left there: theirs come to the host and are scattered there
-                    self.ops += [(ops.ranks.get(), *ops.entries_on_host())
-                                 for ops in self.device_ops]
+                    self.ops += [ops.entry_on_host() for ops in self.device_ops]
             if code is None and out is not None:
                 code, length = out
         if code is None:
@@ -773,11 +778,6 @@ class Placement:
         self.ops = []
         self.device_ops = []
         return PairBatch(**self.cols, op_offsets=offsets, op_code=code, op_len=length)
-
-
-def _device_ops_bytes(ops: DeviceOps) -> int:
-    """Bytes of a :class:`DeviceOps`' arrays on its device."""
-    return ops.offsets.nbytes + ops.code.nbytes + ops.length.nbytes + ops.ranks.nbytes
 
 
 def _entries_bytes(entries: list) -> int:
