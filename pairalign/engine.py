@@ -523,8 +523,8 @@ def reserve_slots(job: Job, backend) -> list:
     interleaved, the job's smallest) and grew them past each larger one,
     each growth waiting for its stream (``slot_grown`` counts them). Two
     H200s with traceback ran their GPUs 75% busy, with out-of-memory
-    failures in some runs; whether the growths were their cause is to be
-    measured (benchmarks/NOTES.md, v50). Returns the workers
+    failures in some runs (benchmarks/NOTES.md, v50); reserved, none of
+    v51's two-H200 runs grew a slot or failed a window. Returns the workers
     (:func:`~.scheduler.devices.worker_backends`), for the run to use the
     very ones that reserved."""
     workers = worker_backends(backend)
