@@ -21,7 +21,8 @@ The run, in order:
    alone is quartered (the quarters go to any worker), and one that cannot be
    split is tried on another worker, then on the CPU. A worker failing three
    times in a row with errors other than out-of-memory retires (its device is
-   taken as lost). Every pair is counted:
+   taken as lost), and so does one whose device no longer responds after an
+   error (a sticky CUDA error), at once. Every pair is counted:
    nothing is lost or given twice, or the run raises. Where windows left
    their operations on the retired worker's device (``device_ops``), those
    come to the host, or, where the device lost them, the windows run again
@@ -56,7 +57,7 @@ from .job import Job
 from .pairs import PairBatch, Placement
 from .scheduler import cost as _cost
 from .scheduler.devices import (bind_thread, is_out_of_memory, label as _label,
-                                min_window_pairs, recover, worker_backends)
+                                min_window_pairs, recover, responds, worker_backends)
 from .scheduler import lpt as _lpt
 from .scheduler.lpt import (Cancelled, Item, WorkQueue, balance, interleaved, lpt_assign,
                              lpt_order)
@@ -821,7 +822,8 @@ class _LocalRun:
         if not live:
             if self.fallback_factory is None:
                 self.q.cancel(RuntimeError(f"every worker failed ({RETIRE_AFTER} "
-                                           "failures in a row each) and no fallback"))
+                                           "failures in a row each, or its device lost) "
+                                           "and no fallback"))
                 return
             self.q.redirect_all_to_cpu()
             self._ensure_fallback()
@@ -872,7 +874,7 @@ class _LocalRun:
                         self._requeue(item)
                         self.q.done()
                         self._count_failure(stats, exc, 0)
-                        in_a_row += 1
+                        in_a_row = self._in_a_row(in_a_row, "error", backend)
                         if in_a_row >= RETIRE_AFTER:
                             self._retire(label)
                             return
@@ -885,14 +887,26 @@ class _LocalRun:
             else:
                 ok = self._run_stream(label, stats, backend, state, item, budget, numba_guard)
             try:
-                # out of memory says the window was too large, not that the device is lost
-                in_a_row = 0 if ok is True else in_a_row + (ok == "error")
+                in_a_row = self._in_a_row(in_a_row, ok, backend)
                 if in_a_row >= RETIRE_AFTER and self._can_retire(label):
                     self._retire(label)
                     return
             finally:
                 if ok is not True:  # a failure: unsettled by _run_alone or _run_stream
                     self._settle()
+
+    @staticmethod
+    def _in_a_row(before: int, ok, backend) -> int:
+        """A worker's failures in a row after a window's outcome ``ok`` (True,
+        ``"oom"`` or ``"error"``): out of memory says the window was too large,
+        not that the device is lost; an error after which the device no longer
+        responds counts as all of them (it retires at once, before the end of
+        the run can find what its device kept lost)."""
+        if ok is True:
+            return 0
+        if ok != "error":
+            return before
+        return before + 1 if responds(backend) else max(before + 1, RETIRE_AFTER)
 
     def _unsettle(self) -> None:
         """A worker met a failure: the results, and the other workers, wait

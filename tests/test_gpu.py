@@ -633,6 +633,91 @@ def test_a_retired_gpus_kept_operations_come_to_the_host(data_dir, monkeypatch):
     assert rescued == [True] * sum(ran)
 
 
+#: Run in a process of its own by the test below: a sticky error leaves the
+#: device unusable for the rest of the process.
+_LOSE_THE_DEVICE = r"""
+import sys
+import warnings
+
+import cupy as cp
+import numpy as np
+
+import pairalign
+from pairalign.api import _job, make_scoring
+from pairalign.engine import run_job
+from pairalign.errors import CPUFallbackWarning, DeviceErrorWarning
+from pairalign.kernels import gpu_backend
+from pairalign.pairs import DeviceOps
+
+path, out, good = sys.argv[1], sys.argv[2], int(sys.argv[3])
+trap = cp.RawKernel(r'extern "C" __global__ void lose() { asm("trap;"); }', "lose")
+ran, probed, rescued = [], [], []
+run_windows = gpu_backend.GPUBackend.run_windows
+responds = gpu_backend.GPUBackend.responds
+rescue = DeviceOps.rescue
+
+
+def losing(self, job, state, windows, depth=None):
+    for batch in run_windows(self, job, state, windows, depth):
+        if len(ran) == good:  # the device is lost before this batch comes out
+            with self.device:
+                trap((1,), (1,), ())
+                cp.cuda.runtime.deviceSynchronize()  # raises the sticky error
+        ran.append(getattr(batch, "device_ops", None) is not None)
+        yield batch
+
+
+gpu_backend.GPUBackend.run_windows = losing
+gpu_backend.GPUBackend.responds = lambda self: probed.append(responds(self)) or probed[-1]
+DeviceOps.rescue = lambda self: rescued.append(rescue(self)) or rescued[-1]
+recs = pairalign.read_sequences(path)
+be, job = _job(recs, None, "local", make_scoring(recs.alphabet), True, "gpu", None, [0])
+timings = {}
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    pairs = run_job(job, be, width=32, timings=timings)
+assert {DeviceErrorWarning, CPUFallbackWarning} <= {w.category for w in caught}, caught
+(gpu,) = [w for w in timings["scheduler"]["workers"] if w["label"] == "gpu0"]
+assert gpu["retired"] and gpu["failures"] == 1, gpu
+assert len(ran) == good and any(ran), ran
+assert probed == [False], probed
+assert rescued == [False] * sum(ran), rescued
+np.savez(out, **{f: getattr(pairs, f) for f in pairs.__dataclass_fields__})
+print("lost and salvaged")
+"""
+
+
+def test_a_gpu_lost_to_a_sticky_error_retires_at_once(data_dir, tmp_path):
+    """A kernel's trap leaves the device unusable (a sticky error) after its
+    fourth window: the calls on it fail, the probe (``responds``) says the
+    device is lost, and its worker retires at that first failure. The
+    operations its windows left on the device cannot be copied (every
+    ``rescue`` fails): those windows run again on the CPU, and the pairs are
+    the CPU's. In a process of its own, as the lost device is for the rest of
+    its process."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from pairalign.api import _job, make_scoring
+    from pairalign.engine import run_job
+    from pairalign.pairs import PairBatch
+
+    path = data_dir / "adeno_fiber.faa"
+    script, out = tmp_path / "lose.py", tmp_path / "pairs.npz"
+    script.write_text(_LOSE_THE_DEVICE)
+    done = subprocess.run([sys.executable, str(script), str(path), str(out), "4"],
+                          cwd=Path(__file__).resolve().parents[1], env=os.environ,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "lost and salvaged" in done.stdout, done.stderr[-3000:]
+    with np.load(out) as saved:
+        gpu = PairBatch(**{f: saved[f] for f in saved.files})
+    recs = pairalign.read_sequences(path)
+    be, job = _job(recs, None, "local", make_scoring(recs.alphabet), True, "cpu", None, None)
+    assert_same_pairs(gpu, run_job(job, be, width=32))
+
+
 def test_streamed_results_spill_with_operations_on_the_device(data_dir):
     """Results held in place with their operations on the device until they
     outgrow the budget: the held windows and the later ones come to the host

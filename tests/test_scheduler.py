@@ -504,20 +504,25 @@ class _Keeping(Fake):
     """A device worker that leaves its windows' operations on its "device"
     (``keep_ops_on_device``, as the GPU backend does) and after ``good``
     windows fails every window; ``lost``: its device loses what it kept
-    (a sticky CUDA error), else it still gives it."""
+    (a sticky CUDA error), else it still gives it; ``sticky``: a lost
+    device says so when probed (``responds``, as the GPU backend's does)."""
 
-    def __init__(self, tag, good, lose, **kw):
+    def __init__(self, tag, good, lose, sticky=False, **kw):
         super().__init__(tag, input_indices=True, **kw)
-        self.good, self.lose = good, lose
+        self.good, self.lose, self.sticky = good, lose, sticky
         self.lost = False
         self.keep = False
         self.kept = 0
-        #: set at its third failure (its worker retires): hold another fake on it
+        #: set at the failure that retires its worker (the third, or a
+        #: sticky one's first): hold another fake on it
         self.failed = threading.Event()
         self.failures = 0
 
     def keep_ops_on_device(self, on):
         self.keep = on
+
+    def responds(self):
+        return not (self.sticky and self.lost)
 
     def run_window(self, job, state, w):
         from pairalign.engine import pair_rank
@@ -526,7 +531,7 @@ class _Keeping(Fake):
         if len(self.ran) >= self.good:
             self.lost = self.lose
             self.failures += 1
-            if self.failures >= 3:
+            if self.failures >= (1 if self.sticky else 3):
                 self.failed.set()
             raise RuntimeError("CUDA error: an illegal memory access was encountered")
         out = super().run_window(job, state, w)
@@ -568,6 +573,45 @@ def test_a_retired_devices_kept_operations_are_rescued_or_run_again(tri, lose, o
     if other:  # (the CPU fallback's windows are not seen)
         again = set(keeping.ran) & set(workers[1].ran)
         assert again == (set(keeping.ran) if lose else set())
+
+
+@pytest.mark.parametrize("other", [True, False])
+def test_a_device_that_no_longer_responds_retires_at_its_first_failure(tri, other):
+    """A device lost to a sticky error fails its window and, probed
+    (``responds``), says so: its worker retires at once instead of after three
+    failures, which at the end of a run may never come (the other worker
+    takes the pieces of its failed window), and the windows whose operations
+    the device took with it run again on the other worker or the CPU."""
+    job, ref = tri
+    keeping = _Keeping("keeping", good=4, lose=True, sticky=True)
+    ok = Fake("ok", delay=0.002, seed=5, hold=keeping.failed)
+    timings: dict = {}
+    with pytest.warns(DeviceErrorWarning, match="illegal memory access"):
+        out = run_job(job, [keeping] + ([ok] if other else []), width=16, timings=timings)
+    same(out, ref)
+    assert keeping.failures == 1
+    (stats,) = [w for w in timings["scheduler"]["workers"]
+                if w["description"] == "fake keeping"]
+    assert stats["retired"] and stats["failures"] == 1
+    if other:
+        assert set(keeping.ran) <= set(ok.ran)
+
+
+def test_a_device_that_still_responds_is_not_retired_at_its_first_failure(tri):
+    """An error after which the device still responds (a window's own fault)
+    is not taken for a lost device: its worker retires after three in a row,
+    as before."""
+    job, ref = tri
+    keeping = _Keeping("keeping", good=4, lose=False, sticky=True)
+    ok = Fake("ok", delay=0.002, seed=6, hold=keeping.failed)
+    timings: dict = {}
+    with pytest.warns(DeviceErrorWarning):
+        out = run_job(job, [keeping, ok], width=16, timings=timings)
+    same(out, ref)
+    assert keeping.failures == 3
+    (stats,) = [w for w in timings["scheduler"]["workers"]
+                if w["description"] == "fake keeping"]
+    assert stats["retired"] and stats["failures"] == 3
 
 
 def test_results_wait_for_a_failing_worker_to_retire_and_salvage(tri, monkeypatch):

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..job import Job
 from ..pairs import DeviceOps, DevicePairBatch, PairBatch, _offsets
+from ..scheduler.devices import is_out_of_memory
 from ..scheduler.windows import BLOCK, Window
 from .conventions import MODES
 from .gpu_layout import (STRIPE, JobLengths, LayoutPlan, band_words, plan_window,
@@ -784,6 +785,18 @@ class GPUBackend:
                 fn.max_dynamic_shared_size_bytes = shared  # a cupy.RawKernel
                 self._opted.add(key)
         return fn
+
+    def responds(self) -> bool:
+        """Whether the device still runs work: False once an error has left
+        its context unusable (an illegal address, a kernel's trap: a sticky
+        error, which every later call on the device raises again), True
+        after one that leaves it working (out of memory, a launch refused)."""
+        try:
+            with self.device:
+                self.cp.cuda.runtime.deviceSynchronize()
+        except Exception as exc:
+            return is_out_of_memory(exc)
+        return True
 
     # memory ---------------------------------------------------------------
     def free_memory(self) -> int:

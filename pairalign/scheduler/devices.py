@@ -101,6 +101,22 @@ def recover(backend) -> None:
         pass
 
 
+def responds(backend) -> bool:
+    """Whether the backend's device still runs work after an error.
+
+    False where the backend's probe (``responds()``) says its device is lost
+    (a sticky CUDA error: every later call on the device raises it again) or
+    raises itself; True for a backend without one (the CPU).
+    """
+    probe = getattr(backend, "responds", None)
+    if not callable(probe):
+        return True
+    try:
+        return bool(probe())
+    except Exception:
+        return False
+
+
 def is_out_of_memory(exc: BaseException) -> bool:
     """Whether ``exc`` says a device (or the host) ran out of memory."""
     if isinstance(exc, MemoryError):
