@@ -6,8 +6,8 @@ every query against every target, or one pair.
 """
 
 from .api import align_all, align_many, align_pair, iter_all, load, make_scoring
-from .errors import (CPUFallbackWarning, DeviceErrorWarning, InputError, OptionError,
-                     PairAlignError)
+from .errors import (CPUFallbackWarning, DeviceError, DeviceErrorWarning, InputError,
+                     OptionError, PairAlignError)
 from .results import AlignmentResult, PairAlignment
 from .scoring import Scoring
 from .sequences import SequenceRecords, read_sequences
@@ -17,4 +17,4 @@ __version__ = "0.1.0"
 __all__ = ["align_all", "iter_all", "align_many", "align_pair", "load", "make_scoring",
            "AlignmentResult", "PairAlignment", "Scoring", "SequenceRecords",
            "read_sequences", "InputError", "OptionError", "PairAlignError",
-           "DeviceErrorWarning", "CPUFallbackWarning", "__version__"]
+           "DeviceError", "DeviceErrorWarning", "CPUFallbackWarning", "__version__"]

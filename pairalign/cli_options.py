@@ -33,7 +33,7 @@ import click
 
 from .backends import start_cuda
 from .engine import _NUMBA, parse_memory
-from .errors import CPUFallbackWarning, DeviceErrorWarning, PairAlignError
+from .errors import CPUFallbackWarning, DeviceError, DeviceErrorWarning, PairAlignError
 from .kernels.conventions import MODES
 from .scoring import DNA_DEFAULTS, MATRIX_NAMES, PROTEIN_DEFAULTS
 
@@ -177,7 +177,8 @@ def handle_errors(f: Callable) -> Callable:
     """Decorate a command's body with pairalign's error policy.
 
     :class:`~pairalign.errors.PairAlignError` (``InputError``, ``OptionError``)
-    gives one line ``pairalign: error: <message>`` on stderr and exit status 2;
+    gives one line ``pairalign: error: <message>`` on stderr and exit status 2
+    (1 for a :class:`~pairalign.errors.DeviceError`);
     ``KeyboardInterrupt`` exits 130 (after the ``with`` blocks it crossed,
     :func:`~pairalign.output.atomic_output` among them, have cleaned up); a
     broken pipe on stdout exits 141 without a word; ``MemoryError`` and other
@@ -207,6 +208,8 @@ def handle_errors(f: Callable) -> Callable:
                         shown(message, category, *where, **kw)
                 warnings.showwarning = show
                 return f(*args, **kwargs)
+        except DeviceError as err:  # the hardware's fault: as a disk's
+            fail(str(err), status=1)
         except PairAlignError as err:
             fail(str(err))
         except KeyboardInterrupt:

@@ -52,7 +52,7 @@ from typing import Callable, Iterable, Iterator, Protocol
 
 import numpy as np
 
-from .errors import CPUFallbackWarning, DeviceErrorWarning, OptionError
+from .errors import CPUFallbackWarning, DeviceError, DeviceErrorWarning, OptionError
 from .job import Job
 from .pairs import PairBatch, Placement
 from .scheduler import cost as _cost
@@ -821,7 +821,7 @@ class _LocalRun:
                 st.retired = True
         if not live:
             if self.fallback_factory is None:
-                self.q.cancel(RuntimeError(f"every worker failed ({RETIRE_AFTER} "
+                self.q.cancel(DeviceError(f"every worker failed ({RETIRE_AFTER} "
                                            "failures in a row each, or its device lost) "
                                            "and no fallback"))
                 return
@@ -833,7 +833,8 @@ class _LocalRun:
             stuck = [it for it in self.q.pending()
                      if not it.cpu and it.avoid and not (live - it.avoid)]
             if stuck:
-                self.q.cancel(RuntimeError(f"{len(stuck)} windows failed on every worker"))
+                self.q.cancel(DeviceError(f"{len(stuck)} windows failed on every worker "
+                                          "and no fallback"))
             return
         if self.q.reroute(live):
             self._ensure_fallback()

@@ -65,6 +65,13 @@ class OptionError(PairAlignError, ValueError):
     """An option or parameter out of its allowed range."""
 
 
+class DeviceError(PairAlignError, RuntimeError):
+    """The devices failed and the run could not give every pair: a GPU lost
+    with alignments that it alone held, or every GPU failing where no CPU
+    fallback was allowed. A fault of the hardware, not of the input or the
+    options (the command line exits with status 1)."""
+
+
 class DeviceErrorWarning(RuntimeWarning):
     """Windows failed on a device with an error other than running out of memory
     and ran again (on another device or the CPU): the results are complete and

@@ -642,7 +642,9 @@ class Placement:
         has not the memory to place them all (``owner.can_place_ops``), its
         operations come to the host as they are and are placed there too.
         Where a device holds every pair's operations and sums their offsets
-        itself, it places them while the host makes the columns."""
+        itself, it places them while the host makes the columns. Where a
+        device fails to place or adopt them, they come to the host as they
+        are, with a :class:`~pairalign.errors.DeviceErrorWarning`."""
         t = time.perf_counter()
         try:
             self._place_held()
@@ -691,12 +693,15 @@ class Placement:
         others = [ops for group in rest for ops in group]
         total = (sum(int(ops.code.size) for ops in self.device_ops)
                  + sum(len(code) for _, _, code, _ in self.ops))
+        self.device_ops = kept
         if hasattr(owner, "adopt_ops") and owner.can_place_ops(
                 total, self.total, extra=sum(ops.nbytes for ops in others)):
-            self.device_ops = kept + owner.adopt_ops(others)
+            try:
+                self.device_ops = kept + owner.adopt_ops(others)
+            except Exception as exc:
+                self.ops += self._ops_to_host(exc, others)
         else:
             self.ops += [ops.entry_on_host() for ops in others]
-            self.device_ops = kept
 
     def _device_owner(self):
         """The one device backend whose windows left operations there, or None."""
@@ -716,8 +721,9 @@ class Placement:
     def _place_early(self, pool):
         """Where every pair's operations are on one device that sums their
         offsets itself (``owner.offsets_on_device``), their placement and
-        download on ``pool``, beside the host's pass over the counts: a
-        future of ``(code, length)``; else None."""
+        download on ``pool``, beside the host's pass over the counts:
+        ``(future, host, out)``, a future of ``(code, length)``, the host's
+        entries it took and the arrays it downloads into; else None."""
         owner = self._device_owner()
         host = self._host_ops_up()
         if owner is None or host is None or not getattr(owner, "offsets_on_device", False):
@@ -727,10 +733,11 @@ class Placement:
         if not owner.can_place_ops(total, self.total, offsets_on_device=True,
                                    extra=_entries_bytes(host)):
             return None
+        out = self._reserved(total)
         early = pool.submit(owner.place_ops, self.device_ops, None, total, self.total,
-                            out=self._reserved(total), host=host)
+                            out=out, host=host)
         self.ops = []  # the device places them
-        return early
+        return early, host, out
 
     def _finish_columns(self, early) -> PairBatch:
         from .kernels import batch_ops
@@ -748,28 +755,21 @@ class Placement:
         total = int(offsets[-1])
         code = length = None
         if early is not None:
-            code, length = early.result()
-            if len(code) != total:
-                raise RuntimeError(f"the device placed {len(code)} operations where the "
-                                   f"pairs' counts sum to {total}")
+            early, host, out = early
+            try:
+                code, length = early.result()
+            except Exception as exc:
+                self.ops = [*host, *self._ops_to_host(exc, self.device_ops)]
+            else:
+                if len(code) != total:
+                    raise RuntimeError(f"the device placed {len(code)} operations where "
+                                       f"the pairs' counts sum to {total}")
         else:
             out = self._reserved(total)
             if self.device_ops:
-                owner = self._device_owner()
-                host = self._host_ops_up()
-                if host and owner.can_place_ops(total, len(self.counts),
-                                                extra=_entries_bytes(host)):
-                    code, length = owner.place_ops(self.device_ops, offsets, total, out=out,
-                                                   host=host)
-                    self.ops = []
-                elif owner.can_place_ops(total, len(self.counts)):
-                    code, length = owner.place_ops(self.device_ops, offsets, total, out=out)
-                else:
-                    # the device cannot hold the job's operations beside those
-                    # left there: theirs come to the host and are scattered there
-                    self.ops += [ops.entry_on_host() for ops in self.device_ops]
-            if code is None and out is not None:
-                code, length = out
+                code, length = self._place_on_device(offsets, total, out)
+        if code is None and out is not None:
+            code, length = out
         if code is None:
             code = np.empty(total, np.uint8)
             length = np.empty(total, np.int32)
@@ -778,6 +778,53 @@ class Placement:
         self.ops = []
         self.device_ops = []
         return PairBatch(**self.cols, op_offsets=offsets, op_code=code, op_len=length)
+
+
+    def _place_on_device(self, offsets: np.ndarray, total: int, out) -> tuple:
+        """The job's operations placed by the device that holds those left on
+        a device (with the host's where it has the memory for them too):
+        ``(code, length)``; ``(None, None)`` where the device's come to the
+        host instead, to be scattered there with the host's, because the
+        device has not the memory to place them or failed to."""
+        owner = self._device_owner()
+        host = self._host_ops_up()
+        try:
+            if host and owner.can_place_ops(total, len(self.counts),
+                                            extra=_entries_bytes(host)):
+                placed = owner.place_ops(self.device_ops, offsets, total, out=out, host=host)
+                self.ops = []
+                return placed
+            if owner.can_place_ops(total, len(self.counts)):
+                return owner.place_ops(self.device_ops, offsets, total, out=out)
+        except Exception as exc:
+            self.ops += self._ops_to_host(exc, self.device_ops)
+            return None, None
+        # the device cannot hold the job's operations beside those left
+        # there: theirs come to the host and are scattered there
+        self.ops += [ops.entry_on_host() for ops in self.device_ops]
+        return None, None
+
+    @staticmethod
+    def _ops_to_host(exc: BaseException, entries: list) -> list:
+        """After a device failed to place (or adopt) ``entries``, with ``exc``:
+        their host entries, to be placed on the host, and a
+        :class:`~pairalign.errors.DeviceErrorWarning`; an error where the
+        device can no longer give them (a device lost: every pair is placed,
+        or the run raises a :class:`~pairalign.errors.DeviceError`)."""
+        import warnings
+
+        from .errors import DeviceError, DeviceErrorWarning
+
+        try:
+            host = [ops.entry_on_host() for ops in entries]
+        except Exception as lost:
+            raise DeviceError(f"the device holding the alignments failed to place them "
+                               f"({type(exc).__name__}: {exc}) and cannot give them any "
+                               f"more ({type(lost).__name__}: {lost})") from exc
+        warnings.warn(f"placing the alignments on the device failed "
+                      f"({type(exc).__name__}: {exc}); they were placed on the host",
+                      DeviceErrorWarning, stacklevel=2)
+        return host
 
 
 def _entries_bytes(entries: list) -> int:

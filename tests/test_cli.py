@@ -287,6 +287,22 @@ def test_interrupt_while_aligning(fasta, tmp_path, monkeypatch):
     assert res.exit_code == 130 and os.listdir(tmp_path) == []
 
 
+def test_a_lost_device_is_one_line_and_status_1(fasta, tmp_path, monkeypatch):
+    """A DeviceError (a GPU lost with alignments it alone held) is the
+    hardware's fault, not a bug: one line, exit status 1, no output file."""
+    from pairalign.errors import DeviceError
+
+    def lost(*a, **k):
+        raise DeviceError("the device holding the alignments failed to place them")
+
+    monkeypatch.setattr(cli, "iter_all", lost)
+    res = run("all-vs-all", fasta, "-o", tmp_path / "out.tsv")
+    assert res.exit_code == 1
+    assert res.stderr == ("pairalign: error: the device holding the alignments failed "
+                          "to place them\n")
+    assert os.listdir(tmp_path) == []
+
+
 def test_disk_error_is_one_line(fasta, tmp_path, monkeypatch):
     def full(handle, *a, **k):
         handle.write(b"some")

@@ -462,6 +462,29 @@ def test_operations_downloaded_into_arrays_made_ahead(data_dir, monkeypatch, mod
     assert outs == [True]
 
 
+@pytest.mark.parametrize("own_offsets", [True, False])
+def test_operations_the_device_fails_to_place_are_placed_on_the_host(data_dir, monkeypatch,
+                                                                     own_offsets):
+    """The device's placement of the operations it kept fails after it has
+    run (summing the offsets itself or from the host's): they come to the
+    host and are placed there, with a warning, and the alignments are the
+    CPU's."""
+    from pairalign.errors import DeviceErrorWarning
+
+    monkeypatch.setattr(gpu_backend, "PLACE_OFFSETS_ON_DEVICE", own_offsets)
+    place_ops, calls = gpu_backend.GPUBackend.place_ops, []
+
+    def failing(self, *a, **k):
+        calls.append(place_ops(self, *a, **k))
+        raise RuntimeError("CUDA error: injected")
+
+    monkeypatch.setattr(gpu_backend.GPUBackend, "place_ops", failing)
+    with pytest.warns(DeviceErrorWarning, match="placing the alignments on the device failed"):
+        cpu, gpu = both(data_dir / "adeno_fiber.faa", mode="local", traceback=True, window=32)
+    assert_same(cpu, gpu)
+    assert len(calls) == 1
+
+
 @pytest.mark.skipif(gpu_count() < 2, reason="needs two CUDA devices")
 @pytest.mark.parametrize("on_devices", [True, False])
 @pytest.mark.parametrize("fetch_thread", [False, True])

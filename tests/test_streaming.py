@@ -217,10 +217,12 @@ class _FakeDevice:
     ``room``: whether it has the memory to place them (``can_place_ops``);
     ``own_room`` the same where it sums the offsets itself
     (``offsets_on_device``, with ``offsets`` None), which ``miscount`` gets
-    wrong by one operation."""
+    wrong by one operation. ``fail``: an error that ``place_ops`` and
+    ``adopt_ops`` raise (after writing part of the arrays they return)."""
 
     def __init__(self, room=True, offsets_on_device=False, own_room=True, miscount=False,
-                 host_room=True):
+                 host_room=True, fail=None):
+        self.fail = fail
         self.calls = []
         self.room = room
         self.host_room = host_room
@@ -237,6 +239,8 @@ class _FakeDevice:
         from pairalign.pairs import DeviceOps
 
         self.adopted.append(len(entries))
+        if self.fail is not None:
+            raise self.fail
         return [DeviceOps(self, *(np.array(a).view(_HostArray) for a in
                                   (ops.offsets, ops.code, ops.length, ops.ranks)))
                 for ops in entries]
@@ -271,6 +275,8 @@ class _FakeDevice:
                 s, e = ops.offsets[k], ops.offsets[k + 1]
                 code[offsets[p]:offsets[p] + e - s] = ops.code[s:e]
                 length[offsets[p]:offsets[p] + e - s] = ops.length[s:e]
+            if self.fail is not None:
+                raise self.fail
         return code, length
 
 
@@ -398,14 +404,21 @@ def test_a_staged_placement_gives_views_of_its_rows(recs, traceback, monkeypatch
     assert held[2] <= held[1] <= PAIR_BYTES
 
 
-def _device_piece(device, ref, piece):
+class _LostArray(_HostArray):
+    """Stands for an array of a lost device: ``get()`` raises."""
+
+    def get(self):
+        raise RuntimeError("CUDA error: unspecified launch failure")
+
+
+def _device_piece(device, ref, piece, kind=_HostArray):
     """``ref``'s pairs at ``piece`` (ranks: ``ref`` is in input order) as a batch
-    whose operations stayed on ``device``."""
+    whose operations stayed on ``device`` (as arrays of ``kind``)."""
     from pairalign.pairs import DeviceOps, DevicePairBatch
 
     part = ref.take(piece)
-    ops = DeviceOps(device, part.op_offsets.view(_HostArray), part.op_code.view(_HostArray),
-                    part.op_len.view(_HostArray), piece.view(_HostArray))
+    ops = DeviceOps(device, part.op_offsets.view(kind), part.op_code.view(kind),
+                    part.op_len.view(kind), piece.view(kind))
     cols = {name: getattr(part, name) for name in ref.__dataclass_fields__}
     cols |= {"op_code": np.zeros(0, np.uint8), "op_len": np.zeros(0, np.int32)}
     return DevicePairBatch(**cols, device_ops=ops)
@@ -523,6 +536,59 @@ def test_operations_left_on_several_devices_are_placed_on_one(recs, room, staged
     assert small.asked == small.adopted == small.calls == []
     for name in ref.__dataclass_fields__:
         assert np.array_equal(getattr(ref, name), getattr(got, name)), name
+
+
+@pytest.mark.parametrize("where", ["own offsets", "host offsets", "adopting"])
+@pytest.mark.parametrize("staged", [False, True])
+def test_operations_a_device_fails_to_place_are_placed_on_the_host(recs, where, staged,
+                                                                   monkeypatch):
+    """A device that fails to place the operations left on it (summing the
+    offsets itself or from the host's) or to adopt another device's, after
+    writing part of the arrays: its entries come to the host and are placed
+    there with the host's, with a warning naming the error, and the batch is
+    the same."""
+    from pairalign import engine
+    from pairalign.engine import placement
+    from pairalign.errors import DeviceErrorWarning
+
+    monkeypatch.setattr(engine, "STAGED_PLACEMENT", staged)
+    be, job = _job(recs, None, "local", make_scoring(recs.alphabet), True, "cpu", None, None)
+    ref = run_job(job, be)
+    perm = np.random.default_rng(13).permutation(len(ref))
+    fail = RuntimeError("CUDA error: injected")
+    device = _FakeDevice(offsets_on_device=where == "own offsets", fail=fail)
+    other = _FakeDevice()
+    owners = [device, None, device, device, other if where == "adopting" else device]
+    place = placement(job, 2 if where == "adopting" else 1)
+    for owner, piece in zip(owners, np.array_split(perm, len(owners))):
+        place.add(ref.take(piece) if owner is None else _device_piece(owner, ref, piece))
+    with pytest.warns(DeviceErrorWarning, match="placing the alignments on the device "
+                      "failed .RuntimeError: CUDA error: injected"):
+        got = place.finish()
+    # (adopting: the device then fails to place its own too)
+    assert device.adopted == ([1] if where == "adopting" else [])
+    assert device.calls == [where == "own offsets"]
+    for name in ref.__dataclass_fields__:
+        assert np.array_equal(getattr(ref, name), getattr(got, name)), name
+
+
+def test_operations_a_lost_device_cannot_place_or_give_are_an_error(recs):
+    """A device that fails to place its operations and can no longer give
+    them (lost) raises an error that says so, naming both errors, instead of
+    giving a batch without them (the run's workers retire a device lost
+    before this, and its windows run again elsewhere)."""
+    from pairalign.engine import placement
+    from pairalign.errors import DeviceError
+
+    be, job = _job(recs, None, "local", make_scoring(recs.alphabet), True, "cpu", None, None)
+    ref = run_job(job, be)
+    device = _FakeDevice(fail=RuntimeError("CUDA error: injected"))
+    place = placement(job)
+    place.add(_device_piece(device, ref, np.arange(len(ref)), kind=_LostArray))
+    with pytest.raises(DeviceError, match="failed to place them .RuntimeError: CUDA error: "
+                       ".*. and cannot give them any more .RuntimeError: CUDA error: "
+                       "unspecified launch failure"):
+        place.finish()
 
 
 def test_operations_placed_by_a_device_that_miscounts_them_are_an_error(recs):
