@@ -43,7 +43,7 @@ def gpu_seconds(timings: dict) -> float:
     return timings.get("gpu_busy") or timings.get("fill", 0) + timings.get("traceback", 0)
 
 
-def kernel_run(fasta: Path, mode, traceback, backend):
+def kernel_run(fasta: Path, mode, traceback, backend, cigar: bool = True):
     """One job on ``fasta``, read inside the timed run (the issue's end to end:
     FASTA read to results in host memory), and the process's page faults in it
     (``page_faults``: minor faults, a page or a huge page of new memory each;
@@ -57,7 +57,7 @@ def kernel_run(fasta: Path, mode, traceback, backend):
     with NumbaCompiles() as compiles, CupyCompiles() as kernels:
         t = time.perf_counter()
         seqs = pairalign.read_sequences(fasta).sequences
-        job = Job(mode, sc, traceback, SortedSet.encode(seqs, sc))
+        job = Job(mode, sc, traceback, SortedSet.encode(seqs, sc), cigar=cigar)
         run_job(job, backend, timings=stages)
         wall = time.perf_counter() - t
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
@@ -141,6 +141,9 @@ def main() -> None:
     ap.add_argument("--modes", default="local,global,semiglobal",
                     help="modes of the scaled workloads, comma-separated")
     ap.add_argument("--no-cli", action="store_true", help="skip the command line's runs")
+    ap.add_argument("--without-cigar", action="store_true",
+                    help="also run each scaled traceback workload without CIGARs "
+                         "(cigar=False: begins, identities and lengths only)")
     ap.add_argument("--set", action="append", default=[],
                     help="ATTR=VALUE of gpu_backend (module.ATTR: of pairalign.module), "
                          "for an A/B in separate processes (first runs)")
@@ -196,13 +199,15 @@ def main() -> None:
         fasta = write_fasta(seqs, Path(scratch.name) / f"sampled_{target:.0e}.faa")
         del seqs
         for mode in modes:
-            tim, wall = kernel_run(fasta, mode, tb_modes, be)
-            k = gpu_seconds(tim)
-            rows.append((f"scaled n={n}", mode, tb_modes, cells, wall, cells / wall / 1e9,
-                         cells / k / 1e9))
-            print(rows[-1], {key: round(v, 3) if isinstance(v, (int, float)) else v
-                          for key, v in tim.items() if key != "cells"},
-                  flush=True)
+            for cigar in (True, False) if tb_modes and args.without_cigar else (True,):
+                tim, wall = kernel_run(fasta, mode, tb_modes, be, cigar)
+                k = gpu_seconds(tim)
+                name = f"scaled n={n}" + ("" if cigar else " no cigar")
+                rows.append((name, mode, tb_modes, cells, wall, cells / wall / 1e9,
+                             cells / k / 1e9))
+                print(rows[-1], {key: round(v, 3) if isinstance(v, (int, float)) else v
+                              for key, v in tim.items() if key != "cells"},
+                      flush=True)
 
     if not args.no_cli:
         # the command line runs in its own process: this one's pool would otherwise

@@ -41,11 +41,12 @@ def make_scoring(alphabet: str, matrix: str | None = None, gap_open: int | None 
 
 
 def _job(rows: SequenceRecords, cols: SequenceRecords | None, mode: str, scoring: Scoring,
-         traceback: bool, backend, threads, devices):
+         traceback: bool, backend, threads, devices, cigar: bool = True):
     _check_mode(mode)
     be = get_backend(backend, threads=threads, devices=devices)
     job = Job(mode, scoring, traceback, SortedSet.encode(rows.sequences, scoring),
-              None if cols is None else SortedSet.encode(cols.sequences, scoring))
+              None if cols is None else SortedSet.encode(cols.sequences, scoring),
+              cigar=bool(cigar))
     return be, job
 
 
@@ -67,14 +68,15 @@ def plan_all(sequences: SequencesLike, *, mode: Mode = "local", matrix: str | No
 
 def _run(rows: SequenceRecords, cols: SequenceRecords | None, mode: str, scoring: Scoring,
          traceback: bool, backend, threads, devices, max_memory, window,
-         progress, client=None) -> AlignmentResult:
-    be, job = _job(rows, cols, mode, scoring, traceback, backend, threads, devices)
+         progress, client=None, cigar: bool = True) -> AlignmentResult:
+    be, job = _job(rows, cols, mode, scoring, traceback, backend, threads, devices, cigar)
     pairs = run_job(job, be, max_memory=parse_memory(max_memory), width=window,
                     progress=progress, client=client)
     targets = rows.sequences if cols is None else cols.sequences
     codes = ResidueCodes(rows.sequences, targets, scoring, sets=(job.rows, job.col_set))
     return AlignmentResult(rows.ids, None if cols is None else cols.ids, pairs, mode,
-                           scoring, traceback, rows.sequences, targets, codes=codes)
+                           scoring, traceback, rows.sequences, targets, codes=codes,
+                           cigar=job.cigar)
 
 
 def align_all(
@@ -88,6 +90,7 @@ def align_all(
     mismatch: int | None = None,
     alphabet: str | None = None,
     traceback: bool = True,
+    cigar: bool = True,
     backend: str = "auto",
     threads: int | None = None,
     devices: Sequence[int] | None = None,
@@ -115,6 +118,11 @@ def align_all(
         Forces the alphabet; detected from the residues otherwise.
     traceback : bool
         Compute alignments (CIGAR, begins, identities), not only scores.
+    cigar : bool
+        With traceback, keep every pair's CIGAR (its operations); False keeps
+        the begins, ends, identities and lengths only (what
+        :func:`pairalign.pipelines.distance_matrix` needs), in less memory and
+        time.
     backend : {"auto", "cpu", "gpu"}
     threads : int, optional
         CPU cores to use (all by default).
@@ -147,7 +155,7 @@ def align_all(
     recs = load(sequences, alphabet)
     scoring = make_scoring(recs.alphabet, matrix, gap_open, gap_extend, match, mismatch)
     return _run(recs, None, mode, scoring, traceback, backend, threads, devices,
-                max_memory, window, progress, client)
+                max_memory, window, progress, client, cigar)
 
 
 def iter_all(
@@ -161,6 +169,7 @@ def iter_all(
     mismatch: int | None = None,
     alphabet: str | None = None,
     traceback: bool = True,
+    cigar: bool = True,
     backend: str = "auto",
     threads: int | None = None,
     devices: Sequence[int] | None = None,
@@ -189,13 +198,13 @@ def iter_all(
 
     recs = load(sequences, alphabet)
     scoring = make_scoring(recs.alphabet, matrix, gap_open, gap_extend, match, mismatch)
-    be, job = _job(recs, None, mode, scoring, traceback, backend, threads, devices)
+    be, job = _job(recs, None, mode, scoring, traceback, backend, threads, devices, cigar)
     memory = parse_memory(max_memory)
     codes = ResidueCodes(recs.sequences, recs.sequences, scoring, sets=(job.rows, job.col_set))
     for batch in in_input_order(job, be, max_memory=memory, width=window,
                                 progress=progress, client=client, timings=timings):
         yield AlignmentResult(recs.ids, None, batch, mode, scoring, traceback,
-                              recs.sequences, codes=codes)
+                              recs.sequences, codes=codes, cigar=job.cigar)
 
 
 def align_many(
@@ -210,6 +219,7 @@ def align_many(
     mismatch: int | None = None,
     alphabet: str | None = None,
     traceback: bool = True,
+    cigar: bool = True,
     backend: str = "auto",
     threads: int | None = None,
     devices: Sequence[int] | None = None,
@@ -234,7 +244,7 @@ def align_many(
     t = load(targets, alphabet or q.alphabet)
     scoring = make_scoring(q.alphabet, matrix, gap_open, gap_extend, match, mismatch)
     return _run(q, t, mode, scoring, traceback, backend, threads, devices, max_memory,
-                window, progress, client)
+                window, progress, client, cigar)
 
 
 def align_pair(

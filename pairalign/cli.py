@@ -44,19 +44,24 @@ def main() -> None:
 
 
 def _check_output_options(output: str, fmt: str, no_traceback: bool, cigar_m: bool,
-                          min_score, min_identity) -> None:
+                          min_score, min_identity, no_cigar: bool = False) -> None:
     """Refuse option combinations that cannot work before any time is spent."""
     if fmt == "npy":
         if output == "-":
             raise OptionError("--format npy needs a file: give -o PATH")
         tsv_only = [name for name, given in (("--min-score", min_score is not None),
                                              ("--min-identity", min_identity is not None),
-                                             ("--cigar-m", cigar_m)) if given]
+                                             ("--cigar-m", cigar_m),
+                                             ("--no-cigar", no_cigar)) if given]
         if tsv_only:
             raise OptionError(f"{', '.join(tsv_only)}: for --format tsv only "
                               f"(npy holds every pair's score)")
     if min_identity is not None and no_traceback:
         raise OptionError("--min-identity needs alignments: drop --no-traceback")
+    if no_cigar and no_traceback:
+        raise OptionError("--no-cigar: a score-only run (--no-traceback) has no CIGAR to drop")
+    if no_cigar and cigar_m:
+        raise OptionError("--cigar-m: --no-cigar writes no CIGAR")
 
 
 @main.command("all-vs-all")
@@ -73,6 +78,9 @@ def _check_output_options(output: str, fmt: str, no_traceback: bool, cigar_m: bo
               help="Scores and end positions only (faster; TSV columns query target "
                    "score query_end target_end).")
 @click.option("--cigar-m", is_flag=True, help="Write M for matches and mismatches, not =/X.")
+@click.option("--no-cigar", is_flag=True,
+              help="Alignments without their CIGAR: every TSV column but the last "
+                   "(less memory and time; identities and coordinates are kept).")
 @click.option("--min-score", type=int, default=None, metavar="INT",
               help="Keep the pairs scoring at least this.")
 @click.option("--min-identity", type=click.FloatRange(0, 1), default=None, metavar="FRACTION",
@@ -83,7 +91,7 @@ def _check_output_options(output: str, fmt: str, no_traceback: bool, cigar_m: bo
                    "time) and exit without aligning.")
 @run_options
 @handle_errors
-def all_vs_all(input, output, fmt, no_traceback, cigar_m, min_score, min_identity,
+def all_vs_all(input, output, fmt, no_traceback, cigar_m, no_cigar, min_score, min_identity,
                dry_run, **params) -> None:
     """Align every pair of sequences of INPUT (FASTA or FASTQ, plain or gzip;
     '-' for standard input).
@@ -98,7 +106,8 @@ def all_vs_all(input, output, fmt, no_traceback, cigar_m, min_score, min_identit
     (= match, X mismatch, I consumes the query, D the target; empty for an
     empty local alignment).
     """
-    _check_output_options(output, fmt, no_traceback, cigar_m, min_score, min_identity)
+    _check_output_options(output, fmt, no_traceback, cigar_m, min_score, min_identity,
+                          no_cigar)
     if dry_run:
         params.pop("quiet", None)
         params.pop("cluster", None)
@@ -115,8 +124,8 @@ def all_vs_all(input, output, fmt, no_traceback, cigar_m, min_score, min_identit
         # pieces in input order: host memory stays bounded however many pairs
         run = run_kwargs(params)
         timings: dict = {}
-        parts = iter_all(input, traceback=not no_traceback, **scoring_kwargs(params),
-                         timings=timings, **run)
+        parts = iter_all(input, traceback=not no_traceback, cigar=not no_cigar,
+                         **scoring_kwargs(params), timings=timings, **run)
         for k, part in enumerate(parts):
             write_tsv(handle, part, filter_pairs(part.pairs, min_score, min_identity),
                       use_m=cigar_m, header=k == 0)

@@ -42,13 +42,24 @@ class SortedSet:
 
 @dataclass(frozen=True)
 class Job:
-    """An all-vs-all (``cols is None``) or query x target alignment job."""
+    """An all-vs-all (``cols is None``) or query x target alignment job.
+
+    With ``traceback`` and not ``cigar``, every pair's begins, identities and
+    length come back but not its operations (batches' ``op_offsets`` all 0):
+    what a distance matrix needs, without the operations' memory and
+    transfers."""
 
     mode: str
     scoring: Scoring
     traceback: bool
     rows: SortedSet
     cols: SortedSet | None = None
+    cigar: bool = True
+
+    @property
+    def operations(self) -> bool:
+        """Whether the pairs' alignment operations come back."""
+        return self.traceback and self.cigar
 
     @property
     def mode_code(self) -> int:

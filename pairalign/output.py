@@ -42,6 +42,8 @@ TSV_COLUMNS = ("query", "target", "score", "identity", "length", "query_start",
                "query_end", "target_start", "target_end", "cigar")
 #: Columns of a TSV line without traceback (``--no-traceback``).
 TSV_SCORE_ONLY = ("query", "target", "score", "query_end", "target_end")
+#: Columns of a TSV line with traceback but no CIGAR (``--no-cigar``).
+TSV_NO_CIGAR = TSV_COLUMNS[:-1]
 
 #: Pairs formatted per chunk: bounds the text held in memory at once.
 CHUNK = 100_000
@@ -219,9 +221,10 @@ def _id_buffer(ids: list[str]) -> tuple[np.ndarray, np.ndarray]:
     return np.frombuffer(b"".join(raw), np.uint8), offsets
 
 
-def tsv_header(traceback: bool = True) -> bytes:
+def tsv_header(traceback: bool = True, cigar: bool = True) -> bytes:
     """The TSV header line (with its newline)."""
-    return ("\t".join(TSV_COLUMNS if traceback else TSV_SCORE_ONLY) + "\n").encode()
+    names = TSV_SCORE_ONLY if not traceback else TSV_COLUMNS if cigar else TSV_NO_CIGAR
+    return ("\t".join(names) + "\n").encode()
 
 
 def write_tsv(handle: BinaryIO, result: AlignmentResult, batch: PairBatch | None = None,
@@ -235,14 +238,17 @@ def write_tsv(handle: BinaryIO, result: AlignmentResult, batch: PairBatch | None
     0-based, ends exclusive) and the CIGAR (``=``/``X``, or ``M`` with
     ``use_m``; ``I`` consumes the query; empty for an empty local alignment).
     Score-only results (``result.traceback`` False) give
-    :data:`TSV_SCORE_ONLY`: query, target, score, query_end, target_end.
+    :data:`TSV_SCORE_ONLY`: query, target, score, query_end, target_end;
+    results without CIGARs (``result.cigar`` False) every column but the
+    CIGAR (:data:`TSV_NO_CIGAR`).
     """
     from .kernels import text
 
     batch = result.pairs if batch is None else batch
     full = bool(result.traceback)
+    cigars = full and result.cigar
     if header:
-        handle.write(tsv_header(full))
+        handle.write(tsv_header(full, cigars))
     qbuf, qoff = _id_buffer(result.ids)
     tbuf, toff = (qbuf, qoff) if result.all_vs_all else _id_buffer(result.target_ids)
     qlen, tlen = np.diff(qoff), np.diff(toff)
@@ -257,6 +263,9 @@ def write_tsv(handle: BinaryIO, result: AlignmentResult, batch: PairBatch | None
             ints[:, c] = col[s:e]
         if full:
             ident = identity_ten_thousandths(batch.identities[s:e], batch.length[s:e])
+        else:
+            ident = np.zeros(e - s, np.int64)
+        if cigars:
             o0, o1 = int(batch.op_offsets[s]), int(batch.op_offsets[e])
             residues = None
             if not use_m:
@@ -267,11 +276,11 @@ def write_tsv(handle: BinaryIO, result: AlignmentResult, batch: PairBatch | None
                                          batch.op_code[o0:o1], batch.op_len[o0:o1], use_m,
                                          residues)
         else:
-            ident = np.zeros(e - s, np.int64)
             cig, cig_off = no_cigar, np.zeros(e - s + 1, np.int64)
         size = int(qlen[q].sum() + tlen[t].sum()) + (e - s) * _LINE_FIXED + len(cig)
         out = np.empty(size, np.uint8)
-        end = text.format_rows(q, t, qbuf, qoff, tbuf, toff, ints, ident, cig, cig_off, full, out)
+        end = text.format_rows(q, t, qbuf, qoff, tbuf, toff, ints, ident, cig, cig_off,
+                               int(full) + int(cigars), out)
         return out[:end]
 
     # chunks formatted on several threads (the formatters release the GIL),

@@ -14,6 +14,11 @@ from .pairs import PairBatch
 from .scoring import Scoring
 
 
+#: What asking for a CIGAR that a run did not keep says.
+_NO_CIGAR = ("no alignment: the run was score-only (traceback=False) or kept no CIGAR "
+             "(cigar=False)")
+
+
 @dataclass(frozen=True)
 class PairAlignment:
     """One aligned pair.
@@ -21,7 +26,8 @@ class PairAlignment:
     Coordinates are 0-based with exclusive ends; the CIGAR covers
     ``query[query_begin:query_end]`` against ``target[target_begin:target_end]``
     (``I`` consumes the query, ``D`` the target). Without traceback, begins,
-    identities, length and CIGAR are absent (-1 and ``None``).
+    identities, length and CIGAR are absent (-1 and ``None``); a run that kept
+    no CIGAR (``cigar=False``) has ``None`` for the CIGAR alone.
     """
 
     query_id: str
@@ -48,7 +54,7 @@ class PairAlignment:
         from skbio.alignment import PairAlignPath
 
         if self.cigar is None:
-            raise ValueError("no alignment: the run was score-only (traceback=False)")
+            raise ValueError(_NO_CIGAR)
         if not self.cigar:
             raise ValueError("empty alignment (local score 0): no path")
         # scikit-bio reads I as a gap in the first sequence; ours consumes the query
@@ -70,6 +76,9 @@ class AlignmentResult:
     mode : str
     scoring : Scoring
     traceback : bool
+    cigar : bool
+        Whether the pairs' CIGARs were kept (with traceback; see
+        :func:`pairalign.align_all`).
 
     Examples
     --------
@@ -85,7 +94,7 @@ class AlignmentResult:
     def __init__(self, ids: list[str], target_ids: list[str] | None, pairs: PairBatch,
                  mode: str, scoring: Scoring, traceback: bool, sequences: list[str],
                  target_sequences: list[str] | None = None, *,
-                 codes: ResidueCodes | None = None) -> None:
+                 codes: ResidueCodes | None = None, cigar: bool = True) -> None:
         self.ids = list(ids)
         self.all_vs_all = target_ids is None
         self.target_ids = self.ids if target_ids is None else list(target_ids)
@@ -93,6 +102,7 @@ class AlignmentResult:
         self.mode = mode
         self.scoring = scoring
         self.traceback = traceback
+        self.cigar = bool(traceback and cigar)
         self.sequences = sequences
         self.target_sequences = sequences if target_sequences is None else target_sequences
         self._codes = codes or ResidueCodes(self.sequences, self.target_sequences, scoring)
@@ -133,7 +143,7 @@ class AlignmentResult:
         k %= len(p)
         q, t = int(p.query[k]), int(p.target[k])
         cigar = None
-        if self.traceback:
+        if self.cigar:
             (qcodes, qstart), (tcodes, tstart) = self.residue_codes()
             cigar = cigar_string(*p.ops(k), query=qcodes[qstart[q] + p.query_begin[k]:],
                                  target=tcodes[tstart[t] + p.target_begin[k]:])
@@ -150,7 +160,7 @@ class AlignmentResult:
         """The two gapped strings of pair ``k`` (the aligned region only)."""
         rec = self[k]
         if rec.cigar is None:
-            raise ValueError("no alignment: the run was score-only (traceback=False)")
+            raise ValueError(_NO_CIGAR)
         q = self.sequences[rec.query_index]
         t = self.target_sequences[rec.target_index]
         return gapped(rec.cigar, q, t, rec.query_begin, rec.target_begin)

@@ -31,7 +31,7 @@ OP_BYTES = _OP_BYTES
 def estimated_bytes(job: Job) -> int:
     """A generous estimate of the host bytes of all results of ``job``."""
     per_pair = PAIR_BYTES
-    if job.traceback:  # runs are bounded by the shorter length, often far fewer
+    if job.operations:  # runs are bounded by the shorter length, often far fewer
         per_pair += OP_BYTES * int(min(job.rows.lengths.mean(), job.col_set.lengths.mean()))
     return job.pairs * per_pair
 

@@ -198,6 +198,49 @@ def test_path_without_alignment():
         empty.path
 
 
+def _same_but_operations(full, bare):
+    """``bare`` (cigar=False) holds ``full``'s pairs, every column but the
+    operations, which it has none of."""
+    p, q = full.pairs, bare.pairs
+    for name in p.__dataclass_fields__:
+        if not name.startswith("op_"):
+            assert np.array_equal(getattr(p, name), getattr(q, name)), name
+    assert not q.op_offsets.any() and len(q.op_offsets) == len(p) + 1
+    assert len(q.op_code) == len(q.op_len) == 0 < len(p.op_code)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("call", ["align_all", "align_many", "iter_all"])
+def test_alignments_without_cigars(mode, call):
+    """cigar=False keeps every pair's score, begins, ends, identities and
+    length, as a full run gives them, and no operations: its pairs have no
+    CIGAR, path or gapped strings, and say why."""
+    run = {"align_all": lambda **kw: pairalign.align_all(PROTEINS, **kw),
+           "align_many": lambda **kw: pairalign.align_many(PROTEINS[:2], PROTEINS[2:], **kw),
+           "iter_all": lambda **kw: next(iter(pairalign.iter_all(PROTEINS, **kw)))}[call]
+    full = run(mode=mode, **CPU)
+    bare = run(mode=mode, cigar=False, **CPU)
+    assert full.cigar and bare.traceback and not bare.cigar
+    _same_but_operations(full, bare)
+    for k, (a, b) in enumerate(zip(full, bare)):
+        assert b.cigar is None and a.cigar is not None
+        assert (b.identities, b.length, b.query_begin) == (a.identities, a.length,
+                                                            a.query_begin)
+        with pytest.raises(ValueError, match="cigar=False"):
+            b.path
+        with pytest.raises(ValueError, match="cigar=False"):
+            bare.aligned(k)
+
+
+def test_cigar_means_nothing_without_traceback():
+    """Score-only runs have no CIGAR whatever ``cigar`` says."""
+    a = pairalign.align_all(PROTEINS, traceback=False, **CPU)
+    b = pairalign.align_all(PROTEINS, traceback=False, cigar=False, **CPU)
+    assert not a.cigar and not b.cigar
+    for name in a.pairs.__dataclass_fields__:
+        assert np.array_equal(getattr(a.pairs, name), getattr(b.pairs, name)), name
+
+
 def test_align_many_rectangle():
     qs, ts = PROTEINS[:2], PROTEINS[2:]
     res = pairalign.align_many(qs, ts, mode="global", **CPU)

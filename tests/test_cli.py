@@ -303,6 +303,27 @@ def test_a_lost_device_is_one_line_and_status_1(fasta, tmp_path, monkeypatch):
     assert os.listdir(tmp_path) == []
 
 
+@pytest.mark.parametrize("mode", ["local", "global"])
+def test_no_cigar_writes_every_column_but_the_cigar(fasta, mode):
+    """--no-cigar: the full TSV's lines without their last column, header
+    included."""
+    full = ok("all-vs-all", fasta, "--mode", mode, "--threads", 2).stdout
+    bare = ok("all-vs-all", fasta, "--mode", mode, "--threads", 2, "--no-cigar").stdout
+    want = ["\t".join(line.split("\t")[:-1]) for line in full.splitlines()]
+    assert bare.splitlines() == want and len(want) == 1 + N * (N - 1) // 2
+    assert want[0].split("\t") == list(output.TSV_NO_CIGAR)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--no-traceback"], "--no-cigar: a score-only run"),
+    (["--cigar-m"], "--cigar-m: --no-cigar writes no CIGAR"),
+    (["--format", "npy", "-o", "x.npy"], "--no-cigar: for --format tsv only"),
+])
+def test_no_cigar_option_errors(fasta, args, message):
+    res = run("all-vs-all", fasta, "--no-cigar", *args)
+    assert res.exit_code == 2 and res.stderr.startswith(f"pairalign: error: {message}")
+
+
 def test_disk_error_is_one_line(fasta, tmp_path, monkeypatch):
     def full(handle, *a, **k):
         handle.write(b"some")

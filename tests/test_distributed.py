@@ -69,6 +69,19 @@ def test_cluster_output_identical_to_local(cluster, shape):
     assert timings["scheduler"]["windows"] >= timings["scheduler"]["planned_windows"]
 
 
+def test_cluster_alignments_without_cigars(cluster):
+    """A job without CIGARs (cigar=False) through the cluster: the local
+    run's pairs, no operations among them."""
+    from dataclasses import replace
+
+    job = replace(job_of(40, None, "global", True), cigar=False)
+    ref = run_job(job, CPU, width=16)
+    got = run_job(job, CPU, width=16, client=cluster)
+    same(got, ref)
+    assert len(got.op_code) == 0 and not got.op_offsets.any()
+    assert (got.length > 0).all()
+
+
 def test_cluster_ordered_stream_and_progress(cluster):
     job = job_of(50)
     local = list(iter_windows(job, CPU, width=16, ordered=True))

@@ -54,6 +54,27 @@ def test_adeno_all_pairs(data_dir, monkeypatch, mode, traceback):
     assert_same(cpu, gpu)
 
 
+@pytest.mark.parametrize("mode", ["global", "semiglobal", "local", "local bounded"])
+@pytest.mark.parametrize("devices", [[0], None])
+def test_alignments_without_cigars(data_dir, monkeypatch, mode, devices):
+    """cigar=False on the GPU (one device, or every one): the CPU's pairs,
+    begins, identities and lengths and no operations, and the GPU's full
+    run's but the operations."""
+    if mode == "local bounded":
+        monkeypatch.setattr(gpu_backend, "BOUNDED_TRACEBACK", True)
+        mode = "local"
+    path = data_dir / "adeno_fiber.faa"
+    kw = dict(mode=mode, window=32)
+    cpu = pairalign.align_all(path, backend="cpu", cigar=False, **kw)
+    gpu = pairalign.align_all(path, backend="gpu", devices=devices, cigar=False, **kw)
+    full = pairalign.align_all(path, backend="gpu", devices=devices, **kw)
+    assert_same(cpu, gpu)
+    assert not gpu.cigar and len(gpu.pairs.op_code) == 0 and not gpu.pairs.op_offsets.any()
+    for name in full.pairs.__dataclass_fields__:
+        if not name.startswith("op_"):
+            assert np.array_equal(getattr(full.pairs, name), getattr(gpu.pairs, name)), name
+
+
 @pytest.mark.parametrize("mode", ["global", "semiglobal", "local"])
 @pytest.mark.parametrize("narrow_only", [False, True])
 @pytest.mark.parametrize("traceback", [True, False])

@@ -156,6 +156,17 @@ def test_paf_and_cli(tmp_path, subset, table):
     assert res.exit_code == 2 and "DNA" in res.output
 
 
+@pytest.mark.parametrize("key", ["mode", "traceback", "cigar"])
+def test_fixed_alignment_options_are_refused(key):
+    """Overlaps are semiglobal alignments with CIGARs (PAF's cg tag): those
+    options are not the caller's."""
+    import pairalign
+
+    reads = records_from_python(["ACGTACGTTTGACCA", "TTGACCAGGACGTAA"])
+    with pytest.raises(pairalign.OptionError, match=f"{key} is fixed"):
+        overlap_table(reads, **{key: False})
+
+
 def test_write_paf_handle(table):
     import io
     b = io.BytesIO()

@@ -117,6 +117,14 @@ def test_cli_search(tmp_path, qt):
     assert res.exit_code == 2
 
 
+def test_blast6_needs_cigars():
+    """BLAST tabular's mismatches and gap opens come from the CIGARs: a run
+    without them is refused, in words."""
+    result = pairalign.align_many(["MKVLAW"], ["MKVIAW"], cigar=False, backend="cpu")
+    with pytest.raises(pairalign.OptionError, match="keep traceback and cigar on"):
+        write_blast6(io.BytesIO(), result)
+
+
 def test_top_hits_validation():
     result = pairalign.align_many(["MKV"], ["MKV"], backend="cpu")
     with pytest.raises(pairalign.OptionError):

@@ -38,6 +38,21 @@ def _check_matrix(dm, ids):
     assert np.all(d >= 0)
 
 
+@pytest.mark.parametrize("kind", ["identity", "kimura"])
+def test_distances_need_no_cigars(adeno, result, kind, monkeypatch):
+    """guide_tree aligns without CIGARs (cigar=False) where the distance is
+    made of identities and lengths: the distances are a full run's."""
+    import pairalign.api
+
+    seen = []
+    align_all = pairalign.api.align_all
+    monkeypatch.setattr(pairalign.api, "align_all",
+                        lambda *a, **kw: seen.append(kw.get("cigar")) or align_all(*a, **kw))
+    dm, _ = guide_tree(adeno, distance=kind, backend="cpu")
+    assert seen == [False]
+    assert np.array_equal(dm.data, distance_matrix(result, kind).data)
+
+
 def test_identity_distance_is_one_minus_identity(result):
     dm = distance_matrix(result, "identity")
     _check_matrix(dm, result.ids)

@@ -99,7 +99,11 @@ class CPUBackend:
                               first, row_start, op_off, out, op_code, op_len)
         assert done == n_pairs
         n_ops = out.pop("n_ops")
-        offs, code, ln = compact_ops(op_code, op_len, op_off, n_ops)
+        if job.operations:
+            offs, code, ln = compact_ops(op_code, op_len, op_off, n_ops)
+        else:  # score only, or begins, identities and lengths without the operations
+            offs = np.zeros(n_pairs + 1, np.int64)
+            code, ln = np.zeros(0, np.uint8), np.zeros(0, np.int32)
         return PairBatch(query=pr.astype(np.int64), target=pc.astype(np.int64), **out,
                          op_offsets=offs, op_code=code, op_len=ln)
 

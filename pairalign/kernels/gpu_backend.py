@@ -1877,7 +1877,7 @@ class GPUBackend:
                 out = {k: v[order] for k, v in out.items()}
             arrays = [out[k] for k in names]
             offs_h = kept = None
-            if tb:
+            if job.operations:
                 # the operations, squeezed from their slots (bound n + m a pair)
                 t_ops = time.perf_counter()
                 if DEVICE_OP_OFFSETS:
@@ -1910,7 +1910,7 @@ class GPUBackend:
             self._slot_free[h["slot"].ptr] = freed
         self._add("download", time.perf_counter() - t_host)
         return {"h": h, "arrays": arrays, "offs": offs_h, "kept": kept, "freed": freed,
-                "offs_dev": offs if tb and offs_h is None else None}
+                "offs_dev": offs if job.operations and offs_h is None else None}
 
     def _pair_ranks(self, mod, job: Job, query, target):
         """Each pair's rank in the job's input order (``pair_ranks``), on the
@@ -1965,8 +1965,12 @@ class GPUBackend:
             if kept is not None:
                 qb_h, tb_h, ident_h, alen_h = got[5:]
                 code_h, len_h = np.zeros(0, np.uint8), np.zeros(0, np.int32)
-            elif job.traceback:
+            elif job.operations:
                 qb_h, tb_h, ident_h, alen_h, code_h, len_h = got[5:]
+            elif job.traceback:  # the pairs' alignments without their operations
+                qb_h, tb_h, ident_h, alen_h = got[5:]
+                offs_h = self._constant(npairs + 1, 0, np.int64)
+                code_h, len_h = np.zeros(0, np.uint8), np.zeros(0, np.int32)
             else:
                 qb_h = tb_h = ident_h = alen_h = self._constant(npairs, -1, np.int32)
                 offs_h = self._constant(npairs + 1, 0, np.int64)

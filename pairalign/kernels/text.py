@@ -89,8 +89,9 @@ def format_rows(q, t, qbuf, qoff, tbuf, toff, ints, ident, cig, cig_off, full, o
 
     ``ints[p]`` = score, length, query start, query end, target start, target
     end; ``ident[p]`` the identity in ten-thousandths; pair ``p``'s CIGAR is
-    ``cig[cig_off[p]:cig_off[p + 1]]``. ``full`` False writes the score-only
-    columns (score, query end, target end).
+    ``cig[cig_off[p]:cig_off[p + 1]]``. ``full`` 0 writes the score-only
+    columns (score, query end, target end), 1 every column but the CIGAR,
+    2 every column.
     """
     pos = 0
     for p in range(q.shape[0]):
@@ -112,8 +113,9 @@ def format_rows(q, t, qbuf, qoff, tbuf, toff, ints, ident, cig, cig_off, full, o
             for c in range(1, 6):  # length, query start/end, target start/end
                 out[pos] = 9
                 pos = put_int(out, pos + 1, ints[p, c])
-            out[pos] = 9
-            pos = put_bytes(out, pos + 1, cig, cig_off[p], cig_off[p + 1])
+            if full > 1:
+                out[pos] = 9
+                pos = put_bytes(out, pos + 1, cig, cig_off[p], cig_off[p + 1])
         else:
             out[pos] = 9
             pos = put_int(out, pos + 1, ints[p, 3])  # query end

@@ -190,9 +190,10 @@ def overlap_table(reads, min_overlap: int = 100, min_identity: float = 0.8,
 
     if min_overlap < 0 or not 0 <= min_identity <= 1:
         raise OptionError("min_overlap must be >= 0 and min_identity in [0, 1]")
-    for key in ("mode", "traceback"):
+    for key in ("mode", "traceback", "cigar"):
         if key in align_options:
-            raise OptionError(f"overlaps are semiglobal with traceback: {key} is fixed")
+            raise OptionError(f"overlaps are semiglobal with traceback and CIGARs: {key} "
+                              "is fixed")
     recs = load(reads, align_options.pop("alphabet", None))
     if recs.alphabet != "dna":
         raise OptionError("overlaps need DNA reads (reverse complements)")

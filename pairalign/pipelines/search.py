@@ -103,8 +103,9 @@ def write_blast6(handle_or_path, result, hits=None) -> None:
         with atomic_output(handle_or_path) as handle:
             write_blast6(handle, result, hits)
         return
-    if not result.traceback:
-        raise OptionError("BLAST tabular output needs alignments: keep traceback on")
+    if not result.cigar:
+        raise OptionError("BLAST tabular output needs alignments with their CIGARs "
+                          "(mismatches, gap opens): keep traceback and cigar on")
     handle: BinaryIO = handle_or_path
     batch = result.pairs if hits is None else result.pairs.take(np.asarray(hits))
     mism, gaps = _op_counts(batch)

@@ -136,7 +136,8 @@ def guide_tree(sequences, method: Literal["upgma", "nj"] = "upgma",
         UPGMA (rooted), or neighbour joining rooted at the midpoint.
     distance : {"identity", "kimura", "score"}
     **align_options
-        Passed to :func:`pairalign.align_all` (``mode`` defaults to ``"global"``).
+        Passed to :func:`pairalign.align_all` (``mode`` defaults to ``"global"``;
+        ``cigar`` to False, as no distance needs the CIGARs).
 
     Returns
     -------
@@ -154,6 +155,8 @@ def guide_tree(sequences, method: Literal["upgma", "nj"] = "upgma",
     align_options.setdefault("mode", "global")
     if distance == "score":
         align_options.setdefault("traceback", False)
+    else:  # identities and lengths: the alignments' operations are not needed
+        align_options.setdefault("cigar", False)
     recs = load(sequences, align_options.pop("alphabet", None))
     result = align_all(recs, **align_options)
     dm = distance_matrix(result, distance)
