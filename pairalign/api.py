@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Iterable, Iterator, Literal, Sequence, Union
 
-from .engine import DEFAULT_MAX_MEMORY, Progress, parse_memory, run_job
+from .engine import DEFAULT_MAX_MEMORY, Progress, iter_windows, parse_memory, run_job
 from .errors import OptionError
 from .job import Job, SortedSet
 from .kernels.conventions import MODES
@@ -178,15 +178,19 @@ def iter_all(
     progress: Progress | None = None,
     client=None,
     timings: dict | None = None,
+    ordered: bool = True,
 ) -> Iterator[AlignmentResult]:
     """:func:`align_all` in pieces, for more pairs than memory holds.
 
     Yields results over consecutive runs of pairs, together every pair once in
     input order; host memory stays within about ``max_memory`` (the pairs are
     bucket-sorted through temporary files, see :mod:`pairalign.streaming`).
-    Parameters are those of :func:`align_all`; ``timings``, a dict, is filled
-    with the run's predicted and measured times (see
-    :func:`pairalign.engine.format_run_report`).
+    With ``ordered=False``, a result per window as the windows finish: every
+    pair once, in no particular order (``query < target`` within each pair),
+    with no temporary files, for a consumer that puts each pair in its place
+    itself (a distance matrix). Parameters are those of :func:`align_all`;
+    ``timings``, a dict, is filled with the run's predicted and measured
+    times (see :func:`pairalign.engine.format_run_report`).
 
     Examples
     --------
@@ -201,8 +205,9 @@ def iter_all(
     be, job = _job(recs, None, mode, scoring, traceback, backend, threads, devices, cigar)
     memory = parse_memory(max_memory)
     codes = ResidueCodes(recs.sequences, recs.sequences, scoring, sets=(job.rows, job.col_set))
-    for batch in in_input_order(job, be, max_memory=memory, width=window,
-                                progress=progress, client=client, timings=timings):
+    run = in_input_order if ordered else iter_windows
+    for batch in run(job, be, max_memory=memory, width=window, progress=progress,
+                     client=client, timings=timings):
         yield AlignmentResult(recs.ids, None, batch, mode, scoring, traceback,
                               recs.sequences, codes=codes, cigar=job.cigar)
 

@@ -10,6 +10,7 @@ import pytest
 
 import pairalign
 from pairalign import AlignmentResult, InputError, OptionError, PairAlignment
+from pairalign.pairs import PairBatch
 
 from conftest import gapped_score
 
@@ -230,6 +231,26 @@ def test_alignments_without_cigars(mode, call):
             b.path
         with pytest.raises(ValueError, match="cigar=False"):
             bare.aligned(k)
+
+
+def test_iter_all_unordered_gives_every_pair_once():
+    """iter_all(ordered=False): a result a window, as they finish; together
+    every pair of align_all once (query < target), their columns the same."""
+    ref = pairalign.align_all(PROTEINS * 8, **CPU)
+    parts = list(pairalign.iter_all(PROTEINS * 8, ordered=False, window=16, **CPU))
+    assert len(parts) > 1
+    got = PairBatch.concat([part.pairs for part in parts])
+    assert (got.query < got.target).all()
+    n = len(ref.ids)
+    order = np.argsort(got.query * n + got.target)
+    assert np.array_equal(got.query[order] * n + got.target[order],
+                          ref.pairs.query * n + ref.pairs.target)
+    for name in ("score", "identities", "length", "query_begin", "target_end"):
+        assert np.array_equal(getattr(got, name)[order], getattr(ref.pairs, name)), name
+    index = {(q, t): k for k, (q, t) in enumerate(zip(ref.pairs.query.tolist(),
+                                                      ref.pairs.target.tolist()))}
+    for rec in parts[-1]:  # a part's alignments are the ordered run's
+        assert rec.cigar == ref[index[rec.query_index, rec.target_index]].cigar
 
 
 def test_cigar_means_nothing_without_traceback():

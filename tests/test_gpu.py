@@ -75,6 +75,18 @@ def test_alignments_without_cigars(data_dir, monkeypatch, mode, devices):
             assert np.array_equal(getattr(full.pairs, name), getattr(gpu.pairs, name)), name
 
 
+@pytest.mark.parametrize("distance", ["identity", "score"])
+def test_guide_tree_distances(data_dir, distance):
+    """guide_tree on the GPU (windows without CIGARs, or score-only, put in
+    the matrix as they come): the CPU's distances, to the last bit."""
+    from pairalign.pipelines import guide_tree
+
+    path = data_dir / "adeno_fiber.faa"
+    cpu, _ = guide_tree(path, distance=distance, backend="cpu")
+    gpu, _ = guide_tree(path, distance=distance, backend="gpu", window=32)
+    assert np.array_equal(cpu.data, gpu.data)
+
+
 @pytest.mark.parametrize("mode", ["global", "semiglobal", "local"])
 @pytest.mark.parametrize("narrow_only", [False, True])
 @pytest.mark.parametrize("traceback", [True, False])

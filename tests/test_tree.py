@@ -41,16 +41,32 @@ def _check_matrix(dm, ids):
 @pytest.mark.parametrize("kind", ["identity", "kimura"])
 def test_distances_need_no_cigars(adeno, result, kind, monkeypatch):
     """guide_tree aligns without CIGARs (cigar=False) where the distance is
-    made of identities and lengths: the distances are a full run's."""
+    made of identities and lengths, and puts each window's distances in the
+    matrix as it comes (iter_all, ordered=False: several windows here): the
+    distances are those of a full run's result."""
     import pairalign.api
 
-    seen = []
-    align_all = pairalign.api.align_all
-    monkeypatch.setattr(pairalign.api, "align_all",
-                        lambda *a, **kw: seen.append(kw.get("cigar")) or align_all(*a, **kw))
-    dm, _ = guide_tree(adeno, distance=kind, backend="cpu")
-    assert seen == [False]
+    seen, parts = [], []
+    iter_all = pairalign.api.iter_all
+
+    def spy(*a, **kw):
+        seen.append((kw.get("cigar"), kw.get("ordered")))
+        for part in iter_all(*a, **kw):
+            parts.append(len(part))
+            yield part
+
+    monkeypatch.setattr(pairalign.api, "iter_all", spy)
+    dm, _ = guide_tree(adeno, distance=kind, backend="cpu", window=16)
+    assert seen == [(False, False)] and len(parts) > 1 and sum(parts) == len(result)
     assert np.array_equal(dm.data, distance_matrix(result, kind).data)
+
+
+def test_score_distances_of_the_tree_are_a_results(adeno, monkeypatch):
+    """Score distances through guide_tree (score-only windows as they come)
+    are those of a score-only result."""
+    dm, _ = guide_tree(adeno, distance="score", backend="cpu", window=16)
+    ref = pairalign.align_all(adeno, mode="global", traceback=False, backend="cpu")
+    assert np.array_equal(dm.data, distance_matrix(ref, "score").data)
 
 
 def test_identity_distance_is_one_minus_identity(result):

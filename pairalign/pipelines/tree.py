@@ -80,15 +80,25 @@ def distance_matrix(result, kind: Literal["identity", "kimura", "score"] = "iden
     """
     from skbio import DistanceMatrix
 
-    if kind not in DISTANCES:
-        raise OptionError(f"unknown distance {kind!r}: expected one of {', '.join(DISTANCES)}")
+    _check_kind(kind)
     if not result.all_vs_all:
         raise OptionError("a distance matrix needs an all-vs-all result")
+    out = np.zeros((len(result.ids), len(result.ids)), np.float64)
+    _put_distances(out, result, kind, _self_scores(result) if kind == "score" else None)
+    return DistanceMatrix(out, ids=list(result.ids))
+
+
+def _check_kind(kind: str) -> None:
+    if kind not in DISTANCES:
+        raise OptionError(f"unknown distance {kind!r}: expected one of {', '.join(DISTANCES)}")
+
+
+def _put_distances(out: np.ndarray, result, kind: str, self_scores) -> None:
+    """The distances of ``result``'s pairs into the square matrix ``out``, at
+    both of each pair's places (``self_scores``: for ``score`` distances)."""
     p = result.pairs
-    n = len(result.ids)
     if kind == "score":
-        self_s = _self_scores(result)
-        denom = np.minimum(self_s[p.query], self_s[p.target]).astype(np.float64)
+        denom = np.minimum(self_scores[p.query], self_scores[p.target]).astype(np.float64)
         d = np.maximum(1.0 - p.score / np.maximum(denom, 1.0), 0.0)
     else:
         d = _identity_distances(result)
@@ -97,10 +107,8 @@ def distance_matrix(result, kind: Literal["identity", "kimura", "score"] = "iden
             with np.errstate(divide="ignore", invalid="ignore"):
                 k = -np.log(np.where(arg > 0, arg, 1.0))
             d = np.where(arg > 0, np.minimum(k, KIMURA_MAX), KIMURA_MAX)
-    out = np.zeros((n, n), np.float64)
     out[p.query, p.target] = d
     out[p.target, p.query] = d
-    return DistanceMatrix(out, ids=list(result.ids))
 
 
 def tree_from_distances(dm, method: Literal["upgma", "nj"] = "upgma"):
@@ -143,6 +151,10 @@ def guide_tree(sequences, method: Literal["upgma", "nj"] = "upgma",
     -------
     (skbio.DistanceMatrix, skbio.TreeNode)
 
+    The pairs are not held: each window's distances go into the matrix as
+    the window finishes (:func:`pairalign.iter_all` with ``ordered=False``),
+    so that memory holds the n x n matrix and the windows in flight.
+
     Examples
     --------
     >>> from pairalign.pipelines import guide_tree
@@ -150,16 +162,24 @@ def guide_tree(sequences, method: Literal["upgma", "nj"] = "upgma",
     >>> sorted(t.name for t in tree.tips())
     ['seq1', 'seq2', 'seq3']
     """
-    from ..api import align_all, load
+    from skbio import DistanceMatrix
 
+    from ..api import iter_all, load
+
+    _check_kind(distance)
     align_options.setdefault("mode", "global")
     if distance == "score":
         align_options.setdefault("traceback", False)
     else:  # identities and lengths: the alignments' operations are not needed
         align_options.setdefault("cigar", False)
     recs = load(sequences, align_options.pop("alphabet", None))
-    result = align_all(recs, **align_options)
-    dm = distance_matrix(result, distance)
+    out = np.zeros((len(recs), len(recs)), np.float64)
+    self_scores = None
+    for part in iter_all(recs, ordered=False, **align_options):
+        if distance == "score" and self_scores is None:
+            self_scores = _self_scores(part)
+        _put_distances(out, part, distance, self_scores)
+    dm = DistanceMatrix(out, ids=list(recs.ids))
     return dm, tree_from_distances(dm, method)
 
 
