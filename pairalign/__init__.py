@@ -5,7 +5,8 @@ alignment with affine gaps and a substitution matrix, for every pair of a set,
 every query against every target, or one pair.
 """
 
-from .api import align_all, align_many, align_pair, iter_all, load, make_scoring
+from .api import (align_all, align_many, align_pair, iter_all, iter_many, load,
+                  make_scoring)
 from .errors import (CPUFallbackWarning, DeviceError, DeviceErrorWarning, InputError,
                      OptionError, PairAlignError)
 from .results import AlignmentResult, PairAlignment
@@ -14,7 +15,7 @@ from .sequences import SequenceRecords, read_sequences
 
 __version__ = "0.1.0"
 
-__all__ = ["align_all", "iter_all", "align_many", "align_pair", "load", "make_scoring",
+__all__ = ["align_all", "iter_all", "align_many", "iter_many", "align_pair", "load", "make_scoring",
            "AlignmentResult", "PairAlignment", "Scoring", "SequenceRecords",
            "read_sequences", "InputError", "OptionError", "PairAlignError",
            "DeviceError", "DeviceErrorWarning", "CPUFallbackWarning", "__version__"]

@@ -198,18 +198,70 @@ def iter_all(
     >>> [len(part) for part in pairalign.iter_all(["MKVLA", "MKVIA", "MRVLA"])]
     [3]
     """
-    from .streaming import in_input_order
-
     recs = load(sequences, alphabet)
     scoring = make_scoring(recs.alphabet, matrix, gap_open, gap_extend, match, mismatch)
-    be, job = _job(recs, None, mode, scoring, traceback, backend, threads, devices, cigar)
-    memory = parse_memory(max_memory)
-    codes = ResidueCodes(recs.sequences, recs.sequences, scoring, sets=(job.rows, job.col_set))
+    yield from _iter(recs, None, mode, scoring, traceback, backend, threads, devices,
+                     max_memory, window, progress, client, cigar, timings, ordered)
+
+
+def iter_many(
+    queries: SequencesLike,
+    targets: SequencesLike,
+    *,
+    mode: Mode = "local",
+    matrix: str | None = None,
+    gap_open: int | None = None,
+    gap_extend: int | None = None,
+    match: int | None = None,
+    mismatch: int | None = None,
+    alphabet: str | None = None,
+    traceback: bool = True,
+    cigar: bool = True,
+    backend: str = "auto",
+    threads: int | None = None,
+    devices: Sequence[int] | None = None,
+    max_memory: int | str = DEFAULT_MAX_MEMORY,
+    window: int | None = None,
+    progress: Progress | None = None,
+    client=None,
+    timings: dict | None = None,
+    ordered: bool = True,
+) -> Iterator[AlignmentResult]:
+    """:func:`align_many` in pieces, as :func:`iter_all` gives
+    :func:`align_all`'s: every query-target pair once, in input order
+    (row-major), or with ``ordered=False`` a result per window as the windows
+    finish. Parameters are those of :func:`iter_all`.
+
+    Examples
+    --------
+    >>> import pairalign
+    >>> [part.pairs.score.tolist()
+    ...  for part in pairalign.iter_many(["HEAGAWGHEE"], ["PAWHEAE", "HEAGAWGHEE"])]
+    [[17, 62]]
+    """
+    q = load(queries, alphabet)
+    t = load(targets, alphabet or q.alphabet)
+    scoring = make_scoring(q.alphabet, matrix, gap_open, gap_extend, match, mismatch)
+    yield from _iter(q, t, mode, scoring, traceback, backend, threads, devices, max_memory,
+                     window, progress, client, cigar, timings, ordered)
+
+
+def _iter(rows: SequenceRecords, cols: SequenceRecords | None, mode: str, scoring: Scoring,
+          traceback: bool, backend, threads, devices, max_memory, window, progress, client,
+          cigar: bool, timings: dict | None, ordered: bool) -> Iterator[AlignmentResult]:
+    """The results of ``rows`` against ``cols`` (all-vs-all where None) in
+    pieces: in input order, or (``ordered`` False) a window's as it finishes."""
+    from .streaming import in_input_order
+
+    be, job = _job(rows, cols, mode, scoring, traceback, backend, threads, devices, cigar)
+    targets = rows.sequences if cols is None else cols.sequences
+    codes = ResidueCodes(rows.sequences, targets, scoring, sets=(job.rows, job.col_set))
     run = in_input_order if ordered else iter_windows
-    for batch in run(job, be, max_memory=memory, width=window, progress=progress,
-                     client=client, timings=timings):
-        yield AlignmentResult(recs.ids, None, batch, mode, scoring, traceback,
-                              recs.sequences, codes=codes, cigar=job.cigar)
+    for batch in run(job, be, max_memory=parse_memory(max_memory), width=window,
+                     progress=progress, client=client, timings=timings):
+        yield AlignmentResult(rows.ids, None if cols is None else cols.ids, batch, mode,
+                              scoring, traceback, rows.sequences, targets, codes=codes,
+                              cigar=job.cigar)
 
 
 def align_many(

@@ -253,6 +253,27 @@ def test_iter_all_unordered_gives_every_pair_once():
         assert rec.cigar == ref[index[rec.query_index, rec.target_index]].cigar
 
 
+@pytest.mark.parametrize("ordered", [True, False])
+def test_iter_many_gives_align_manys_pairs(ordered):
+    """iter_many: align_many's pairs in pieces, in input order, or (ordered
+    False) a window's as it finishes, every pair once."""
+    qs, ts = PROTEINS * 3, PROTEINS[::-1] * 4
+    ref = pairalign.align_many(qs, ts, **CPU).pairs
+    parts = list(pairalign.iter_many(qs, ts, ordered=ordered, window=16, **CPU))
+    assert all(not part.all_vs_all and part.target_ids == ref_ids(len(ts))
+               for part in parts)
+    got = PairBatch.concat([part.pairs for part in parts])
+    if not ordered:
+        assert len(parts) > 1
+        got = got.take(np.argsort(got.query * len(ts) + got.target))
+    for name in got.__dataclass_fields__:
+        assert np.array_equal(getattr(got, name), getattr(ref, name)), name
+
+
+def ref_ids(n):
+    return [f"seq{k + 1}" for k in range(n)]
+
+
 def test_cigar_means_nothing_without_traceback():
     """Score-only runs have no CIGAR whatever ``cigar`` says."""
     a = pairalign.align_all(PROTEINS, traceback=False, **CPU)

@@ -109,6 +109,39 @@ def test_records_consistent_with_sequences(subset, table):
         assert (same, cols) == (o.matches, o.aligned_length), o
 
 
+def test_windows_are_filtered_as_they_come(subset, table, monkeypatch):
+    """Every window's pairs are filtered as the window finishes (both strands,
+    in windows of 16 here: many of them, in no particular order), and the
+    table is the one of the default windows, to the CIGAR; no more pairs
+    are held than the candidates."""
+    import pairalign.api
+    from pairalign.pipelines import overlap
+
+    seen = {"iter_all": [], "iter_many": []}
+    for name in seen:
+        real = getattr(pairalign.api, name)
+
+        def spy(*a, _real=real, _name=name, **kw):
+            assert kw["ordered"] is False
+            for part in _real(*a, **kw):
+                seen[_name].append(len(part))
+                yield part
+        monkeypatch.setattr(pairalign.api, name, spy)
+    held = []
+    kept = overlap._kept
+    monkeypatch.setattr(overlap, "_kept", lambda results, keep: held.append(
+        kept(results, keep)) or held[-1])
+    small = overlap_table(subset, backend="cpu", window=16)
+    n = len(subset)
+    assert len(seen["iter_all"]) > 1 and sum(seen["iter_all"]) == n * (n - 1) // 2
+    assert len(seen["iter_many"]) > 1
+    assert len(held) == 1 and len(held[0]) < sum(seen["iter_all"]) // 10
+    for name in ("query", "target", "query_start", "query_end", "target_start",
+                 "target_end", "reverse", "contained", "matches", "aligned_length",
+                 "score", "cigar_bytes", "cigar_offsets"):
+        assert np.array_equal(getattr(small, name), getattr(table, name)), name
+
+
 def test_synthetic_cases():
     rng = random.Random(7)
     g = "".join(rng.choice("ACGT") for _ in range(1200))

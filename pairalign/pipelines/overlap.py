@@ -142,8 +142,18 @@ def _reverse_ops(op_offsets: np.ndarray, op_code: np.ndarray, op_len: np.ndarray
 REVERSE_BLOCKS = 4
 
 
-def _reverse_pairs(recs, rc, opts):
-    """Pairs ``i < j`` of read ``i`` against the reverse complement of read ``j``.
+def _kept(results, keep):
+    """The pairs of ``results`` (an iterable of results, a window's each)
+    that ``keep`` (a batch -> mask) keeps, window by window: only those are
+    held."""
+    from ..pairs import PairBatch
+
+    return PairBatch.concat([r.pairs.take(keep(r.pairs)) for r in results])
+
+
+def _reverse_pairs(recs, rc, opts, keep):
+    """Pairs ``i < j`` of read ``i`` against the reverse complement of read
+    ``j`` that ``keep`` keeps (see :func:`_kept`).
 
     Only the upper triangle is needed (``i`` vs ``rc(j)`` is ``j`` vs ``rc(i)``
     reversed), so the reads are cut into :data:`REVERSE_BLOCKS` blocks and
@@ -152,7 +162,7 @@ def _reverse_pairs(recs, rc, opts):
     """
     from dataclasses import replace
 
-    from ..api import align_many
+    from ..api import iter_many
     from ..pairs import PairBatch
     from ..sequences import SequenceRecords
 
@@ -167,10 +177,11 @@ def _reverse_pairs(recs, rc, opts):
 
     for b in range(k):
         lo, hi = int(bounds[b]), int(bounds[b + 1])
-        res = align_many(sub(recs, lo, hi), sub(rc, lo, n), **opts).pairs
-        res = replace(res, query=res.query.astype(np.int64) + lo,
-                      target=res.target.astype(np.int64) + lo)
-        parts.append(res.take(res.query < res.target))
+        for part in iter_many(sub(recs, lo, hi), sub(rc, lo, n), ordered=False, **opts):
+            res = part.pairs
+            res = replace(res, query=res.query.astype(np.int64) + lo,
+                          target=res.target.astype(np.int64) + lo)
+            parts.append(res.take((res.query < res.target) & keep(res)))
     return PairBatch.concat(parts)
 
 
@@ -183,8 +194,11 @@ def _candidates(batch, qlen, tlen, min_overlap, min_identity):
 
 def overlap_table(reads, min_overlap: int = 100, min_identity: float = 0.8,
                   end_tolerance: int = END_TOLERANCE, **align_options) -> OverlapTable:
-    """The overlaps of all reads as columns (see :func:`find_overlaps`)."""
-    from ..api import align_all, load
+    """The overlaps of all reads as columns (see :func:`find_overlaps`).
+
+    Each window's pairs are filtered by the thresholds as the window
+    finishes: only the candidates are held, not every pair's alignment."""
+    from ..api import iter_all, load
     from ..pairs import PairBatch
     from ..sequences import records_from_python
 
@@ -200,15 +214,17 @@ def overlap_table(reads, min_overlap: int = 100, min_identity: float = 0.8,
     n = len(recs)
     lengths = recs.lengths
     opts = dict(mode="semiglobal", traceback=True, alphabet="dna", **align_options)
+
+    def keep(batch):
+        return _candidates(batch, None, None, min_overlap, min_identity)
+
     if n < 2:
         fwd = rev = PairBatch.empty()
     else:
-        fwd = align_all(recs, **opts).pairs
+        fwd = _kept(iter_all(recs, ordered=False, **opts), keep)
         rc = records_from_python([reverse_complement(s) for s in recs.sequences],
                                  ids=recs.ids, alphabet="dna")
-        rev = _reverse_pairs(recs, rc, opts)
-    fwd = fwd.take(_candidates(fwd, None, None, min_overlap, min_identity))
-    rev = rev.take(_candidates(rev, None, None, min_overlap, min_identity))
+        rev = _reverse_pairs(recs, rc, opts, keep)
     both = PairBatch.concat([fwd, rev])
     is_rev = np.concatenate([np.zeros(len(fwd), bool), np.ones(len(rev), bool)])
     # one strand per pair: the higher score (forward on ties)
