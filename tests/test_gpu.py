@@ -75,6 +75,24 @@ def test_alignments_without_cigars(data_dir, monkeypatch, mode, devices):
             assert np.array_equal(getattr(full.pairs, name), getattr(gpu.pairs, name)), name
 
 
+def test_overlaps_are_the_cpus(data_dir):
+    """Read overlaps on the GPU (both strands' windows filtered as they
+    come: iter_all and iter_many, unordered): the CPU's table, to the
+    CIGAR."""
+    from pairalign.pipelines.overlap import overlap_table
+    from pairalign.sequences import records_from_python
+
+    recs = pairalign.read_sequences(data_dir / "reads_cdiph.fa")
+    reads = records_from_python(recs.sequences[:80], ids=recs.ids[:80], alphabet="dna")
+    cpu = overlap_table(reads, backend="cpu")
+    gpu = overlap_table(reads, backend="gpu", window=32)
+    assert len(cpu) > 0
+    for name in ("query", "target", "query_start", "query_end", "target_start",
+                 "target_end", "reverse", "contained", "matches", "aligned_length",
+                 "score", "cigar_bytes", "cigar_offsets"):
+        assert np.array_equal(getattr(cpu, name), getattr(gpu, name)), name
+
+
 @pytest.mark.parametrize("distance", ["identity", "score"])
 def test_guide_tree_distances(data_dir, distance):
     """guide_tree on the GPU (windows without CIGARs, or score-only, put in
