@@ -110,6 +110,13 @@ class AlignmentResult:
     def __len__(self) -> int:
         return len(self.pairs)
 
+    def with_pairs(self, pairs: PairBatch) -> AlignmentResult:
+        """A result of the same sequences and settings over ``pairs`` (some
+        of this run's, e.g. the best hits gathered from several results)."""
+        return AlignmentResult(self.ids, None if self.all_vs_all else self.target_ids, pairs,
+                               self.mode, self.scoring, self.traceback, self.sequences,
+                               self.target_sequences, codes=self._codes, cigar=self.cigar)
+
     def residue_codes(self) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
         """The query and target sequences as residue codes
         (:meth:`Scoring.encode`), each set joined: ``((codes, starts),

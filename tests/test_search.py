@@ -28,10 +28,28 @@ def qt(records):
     return q, t
 
 
-def test_top_k_by_score_then_target_order(qt):
+@pytest.mark.parametrize("window", [None, 16])
+def test_top_k_by_score_then_target_order(qt, window, monkeypatch):
+    """The best 3 targets of each query by the scores of every pair (an
+    align_many of them all), ties in target order; each window's pairs
+    merged into the best as it comes (several windows with 16), so that the
+    result holds the hits alone."""
+    import pairalign.api
+
     q, t = qt
-    result, hits = search(q, t, top=3, backend="cpu")
-    scores = result.scores
+    parts = []
+    iter_many = pairalign.api.iter_many
+
+    def spy(*a, **kw):
+        for part in iter_many(*a, **kw):
+            parts.append(len(part))
+            yield part
+
+    monkeypatch.setattr(pairalign.api, "iter_many", spy)
+    result, hits = search(q, t, top=3, backend="cpu", window=window)
+    assert sum(parts) == len(q) * len(t) and (window is None or len(parts) > 1)
+    assert len(result) == len(hits) == 3 * len(q)
+    scores = pairalign.align_many(q, t, backend="cpu").scores
     got = {}
     for k in hits:
         rec = result[k]
@@ -40,6 +58,7 @@ def test_top_k_by_score_then_target_order(qt):
     for qi, targets in got.items():
         expected = sorted(range(len(t)), key=lambda j: (-scores[qi, j], j))[:3]
         assert targets == expected
+        assert [result.scores[qi, j] for j in targets] == [scores[qi, j] for j in targets]
 
 
 def test_ties_in_target_order():

@@ -35,7 +35,11 @@ def top_hits(result, top: int | None):
     """Indices (into ``result.pairs``) of the best ``top`` targets of each query, by
     score (highest first, ties by target input order), queries in input order;
     every pair, so ordered, when ``top`` is None."""
-    p = result.pairs
+    return _ranked(result.pairs, top)
+
+
+def _ranked(p, top: int | None) -> np.ndarray:
+    """:func:`top_hits` of the pairs of a batch."""
     order = np.lexsort((p.target, -p.score.astype(np.int64), p.query))
     if top is None:
         return order
@@ -66,9 +70,12 @@ def search(queries, targets, top: int | None = None, mode: str = "local",
     Returns
     -------
     (AlignmentResult, numpy.ndarray)
-        The result of every pair and the indices of the kept hits into
-        ``result.pairs``, ordered by query, then rank. ``result[k]`` is hit k's
-        :class:`pairalign.PairAlignment`.
+        The result and the indices of the kept hits into ``result.pairs``,
+        ordered by query, then rank. ``result[k]`` is hit k's
+        :class:`pairalign.PairAlignment`. With ``top``, the result holds the
+        kept hits' pairs only: each window's pairs are merged into the best
+        ``top`` of each query as the window finishes, so that memory holds
+        ``queries x top`` pairs, not every pair.
 
     Examples
     --------
@@ -77,9 +84,22 @@ def search(queries, targets, top: int | None = None, mode: str = "local",
     >>> [(res[k].target_id, res[k].score) for k in hits]
     [('seq2', 62)]
     """
-    from ..api import align_many
+    from ..api import align_many, iter_many
+    from ..pairs import PairBatch
 
-    result = align_many(queries, targets, mode=mode, **align_options)
+    if top is None:
+        result = align_many(queries, targets, mode=mode, **align_options)
+        return result, top_hits(result, top)
+    if top < 1:
+        raise OptionError("top must be at least 1")
+    kept, part = PairBatch.empty(), None
+    for part in iter_many(queries, targets, mode=mode, ordered=False, **align_options):
+        both = PairBatch.concat([kept, part.pairs])
+        kept = both.take(np.sort(_ranked(both, top)))
+    if part is None:  # no pairs: nothing to merge
+        result = align_many(queries, targets, mode=mode, **align_options)
+        return result, top_hits(result, top)
+    result = part.with_pairs(kept)
     return result, top_hits(result, top)
 
 
