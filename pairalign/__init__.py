@@ -15,7 +15,7 @@ from .sequences import SequenceRecords, read_sequences
 
 __version__ = "0.1.0"
 
-__all__ = ["align_all", "iter_all", "align_many", "iter_many", "align_pair", "load", "make_scoring",
-           "AlignmentResult", "PairAlignment", "Scoring", "SequenceRecords",
+__all__ = ["align_all", "iter_all", "align_many", "iter_many", "align_pair", "load",
+           "make_scoring", "AlignmentResult", "PairAlignment", "Scoring", "SequenceRecords",
            "read_sequences", "InputError", "OptionError", "PairAlignError",
            "DeviceError", "DeviceErrorWarning", "CPUFallbackWarning", "__version__"]

@@ -822,8 +822,8 @@ class _LocalRun:
         if not live:
             if self.fallback_factory is None:
                 self.q.cancel(DeviceError(f"every worker failed ({RETIRE_AFTER} "
-                                           "failures in a row each, or its device lost) "
-                                           "and no fallback"))
+                                          "failures in a row each, or its device lost) "
+                                          "and no fallback"))
                 return
             self.q.redirect_all_to_cpu()
             self._ensure_fallback()

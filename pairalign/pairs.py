@@ -779,7 +779,6 @@ class Placement:
         self.device_ops = []
         return PairBatch(**self.cols, op_offsets=offsets, op_code=code, op_len=length)
 
-
     def _place_on_device(self, offsets: np.ndarray, total: int, out) -> tuple:
         """The job's operations placed by the device that holds those left on
         a device (with the host's where it has the memory for them too):
@@ -819,8 +818,8 @@ class Placement:
             host = [ops.entry_on_host() for ops in entries]
         except Exception as lost:
             raise DeviceError(f"the device holding the alignments failed to place them "
-                               f"({type(exc).__name__}: {exc}) and cannot give them any "
-                               f"more ({type(lost).__name__}: {lost})") from exc
+                              f"({type(exc).__name__}: {exc}) and cannot give them any "
+                              f"more ({type(lost).__name__}: {lost})") from exc
         warnings.warn(f"placing the alignments on the device failed "
                       f"({type(exc).__name__}: {exc}); they were placed on the host",
                       DeviceErrorWarning, stacklevel=2)

@@ -136,6 +136,10 @@ def guide_tree(sequences, method: Literal["upgma", "nj"] = "upgma",
                **align_options):
     """Distances and a guide tree for the sequences.
 
+    The pairs are not held: each window's distances go into the matrix as
+    the window finishes (:func:`pairalign.iter_all` with ``ordered=False``),
+    so that memory holds the n x n matrix and the windows in flight.
+
     Parameters
     ----------
     sequences : path or sequences
@@ -144,16 +148,12 @@ def guide_tree(sequences, method: Literal["upgma", "nj"] = "upgma",
         UPGMA (rooted), or neighbour joining rooted at the midpoint.
     distance : {"identity", "kimura", "score"}
     **align_options
-        Passed to :func:`pairalign.align_all` (``mode`` defaults to ``"global"``;
+        Passed to :func:`pairalign.iter_all` (``mode`` defaults to ``"global"``;
         ``cigar`` to False, as no distance needs the CIGARs).
 
     Returns
     -------
     (skbio.DistanceMatrix, skbio.TreeNode)
-
-    The pairs are not held: each window's distances go into the matrix as
-    the window finishes (:func:`pairalign.iter_all` with ``ordered=False``),
-    so that memory holds the n x n matrix and the windows in flight.
 
     Examples
     --------
