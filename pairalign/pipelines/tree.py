@@ -162,8 +162,6 @@ def guide_tree(sequences, method: Literal["upgma", "nj"] = "upgma",
     >>> sorted(t.name for t in tree.tips())
     ['seq1', 'seq2', 'seq3']
     """
-    from skbio import DistanceMatrix
-
     from ..api import iter_all, load
 
     _check_kind(distance)
@@ -179,6 +177,8 @@ def guide_tree(sequences, method: Literal["upgma", "nj"] = "upgma",
         if distance == "score" and self_scores is None:
             self_scores = _self_scores(part)
         _put_distances(out, part, distance, self_scores)
+    from skbio import DistanceMatrix  # after the run: its peak memory without scikit-bio's
+
     dm = DistanceMatrix(out, ids=list(recs.ids))
     return dm, tree_from_distances(dm, method)
 
