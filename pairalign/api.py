@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
-from typing import Iterable, Iterator, Literal, Sequence, Union
+from typing import Callable, Iterable, Iterator, Literal, Sequence, Union
+
+import numpy as np
 
 from .engine import DEFAULT_MAX_MEMORY, Progress, iter_windows, parse_memory, run_job
 from .errors import OptionError
 from .job import Job, SortedSet
 from .kernels.conventions import MODES
+from .pairs import PairBatch
 from .results import AlignmentResult, PairAlignment, ResidueCodes
 from .scoring import Scoring
 from .sequences import SequenceRecords, read_sequences, records_from_python
@@ -179,6 +182,7 @@ def iter_all(
     client=None,
     timings: dict | None = None,
     ordered: bool = True,
+    keep: Callable[[PairBatch], np.ndarray] | None = None,
 ) -> Iterator[AlignmentResult]:
     """:func:`align_all` in pieces, for more pairs than memory holds.
 
@@ -188,9 +192,13 @@ def iter_all(
     With ``ordered=False``, a result per window as the windows finish: every
     pair once, in no particular order (``query < target`` within each pair),
     with no temporary files, for a consumer that puts each pair in its place
-    itself (a distance matrix). Parameters are those of :func:`align_all`;
-    ``timings``, a dict, is filled with the run's predicted and measured
-    times (see :func:`pairalign.engine.format_run_report`).
+    itself (a distance matrix). ``keep``, a function of a window's pairs (a
+    :class:`~pairalign.pairs.PairBatch`) giving a boolean mask, filters each
+    window as it finishes: only the pairs it keeps come, and only they are
+    held or spilled (e.g. ``lambda b: b.score >= 50``). Other parameters are
+    those of :func:`align_all`; ``timings``, a dict, is filled with the run's
+    predicted and measured times (see
+    :func:`pairalign.engine.format_run_report`).
 
     Examples
     --------
@@ -201,7 +209,7 @@ def iter_all(
     recs = load(sequences, alphabet)
     scoring = make_scoring(recs.alphabet, matrix, gap_open, gap_extend, match, mismatch)
     yield from _iter(recs, None, mode, scoring, traceback, backend, threads, devices,
-                     max_memory, window, progress, client, cigar, timings, ordered)
+                     max_memory, window, progress, client, cigar, timings, ordered, keep)
 
 
 def iter_many(
@@ -226,6 +234,7 @@ def iter_many(
     client=None,
     timings: dict | None = None,
     ordered: bool = True,
+    keep: Callable[[PairBatch], np.ndarray] | None = None,
 ) -> Iterator[AlignmentResult]:
     """:func:`align_many` in pieces, as :func:`iter_all` gives
     :func:`align_all`'s: every query-target pair once, in input order
@@ -243,22 +252,30 @@ def iter_many(
     t = load(targets, alphabet or q.alphabet)
     scoring = make_scoring(q.alphabet, matrix, gap_open, gap_extend, match, mismatch)
     yield from _iter(q, t, mode, scoring, traceback, backend, threads, devices, max_memory,
-                     window, progress, client, cigar, timings, ordered)
+                     window, progress, client, cigar, timings, ordered, keep)
 
 
 def _iter(rows: SequenceRecords, cols: SequenceRecords | None, mode: str, scoring: Scoring,
           traceback: bool, backend, threads, devices, max_memory, window, progress, client,
-          cigar: bool, timings: dict | None, ordered: bool) -> Iterator[AlignmentResult]:
+          cigar: bool, timings: dict | None, ordered: bool,
+          keep=None) -> Iterator[AlignmentResult]:
     """The results of ``rows`` against ``cols`` (all-vs-all where None) in
-    pieces: in input order, or (``ordered`` False) a window's as it finishes."""
+    pieces: in input order, or (``ordered`` False) a window's as it finishes;
+    the pairs that ``keep`` keeps."""
     from .streaming import in_input_order
 
     be, job = _job(rows, cols, mode, scoring, traceback, backend, threads, devices, cigar)
     targets = rows.sequences if cols is None else cols.sequences
     codes = ResidueCodes(rows.sequences, targets, scoring, sets=(job.rows, job.col_set))
-    run = in_input_order if ordered else iter_windows
-    for batch in run(job, be, max_memory=parse_memory(max_memory), width=window,
-                     progress=progress, client=client, timings=timings):
+    run = dict(max_memory=parse_memory(max_memory), width=window, progress=progress,
+               client=client, timings=timings)
+    if ordered:
+        batches = in_input_order(job, be, keep=keep, **run)
+    else:
+        batches = iter_windows(job, be, **run)
+        if keep is not None:
+            batches = (batch.take(keep(batch)) for batch in batches)
+    for batch in batches:
         yield AlignmentResult(rows.ids, None if cols is None else cols.ids, batch, mode,
                               scoring, traceback, rows.sequences, targets, codes=codes,
                               cigar=job.cigar)

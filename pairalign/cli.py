@@ -30,7 +30,7 @@ from .engine import format_plan, format_run_report
 from .cli_options import (OneLineErrorGroup, exit_now, handle_errors, run_kwargs,
                           run_options, scoring_kwargs, scoring_options)
 from .errors import OptionError
-from .output import atomic_output, filter_pairs, write_npy, write_tsv
+from .output import atomic_output, pair_mask, write_npy, write_tsv
 
 
 @click.group(cls=OneLineErrorGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -121,14 +121,16 @@ def all_vs_all(input, output, fmt, no_traceback, cigar_m, no_cigar, min_score, m
             write_npy(handle, align_all(input, traceback=False, **scoring_kwargs(params),
                                         **run_kwargs(params)))
             return
-        # pieces in input order: host memory stays bounded however many pairs
+        # pieces in input order: host memory stays bounded however many pairs;
+        # the thresholds filter each window as it finishes, before the order
         run = run_kwargs(params)
         timings: dict = {}
+        keep = (None if min_score is None and min_identity is None
+                else lambda batch: pair_mask(batch, min_score, min_identity))
         parts = iter_all(input, traceback=not no_traceback, cigar=not no_cigar,
-                         **scoring_kwargs(params), timings=timings, **run)
+                         **scoring_kwargs(params), timings=timings, keep=keep, **run)
         for k, part in enumerate(parts):
-            write_tsv(handle, part, filter_pairs(part.pairs, min_score, min_identity),
-                      use_m=cigar_m, header=k == 0)
+            write_tsv(handle, part, use_m=cigar_m, header=k == 0)
     if run["progress"] is not None:  # a terminal that asked for no silence
         click.echo(format_run_report(timings), err=True)
 

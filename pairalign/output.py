@@ -181,6 +181,13 @@ def filter_pairs(batch: PairBatch, min_score: int | None = None,
     >>> kept.query.tolist(), kept.target.tolist(), kept.identities.tolist(), kept.length.tolist()
     ([0], [1], [8], [9])
     """
+    keep = pair_mask(batch, min_score, min_identity)
+    return batch if keep.all() else batch.take(keep)
+
+
+def pair_mask(batch: PairBatch, min_score: int | None = None,
+              min_identity: float | None = None) -> np.ndarray:
+    """Which pairs of ``batch`` :func:`filter_pairs` keeps (a boolean mask)."""
     keep = np.ones(len(batch), bool)
     if min_score is not None:
         keep &= batch.score >= min_score
@@ -194,7 +201,7 @@ def filter_pairs(batch: PairBatch, min_score: int | None = None,
         # nearest the threshold exactly as the two fractions compare
         ident = np.divide(batch.identities, length, out=np.zeros(len(batch)), where=length > 0)
         keep &= ident >= min_identity
-    return batch if keep.all() else batch.take(keep)
+    return keep
 
 
 def identity_ten_thousandths(identities: np.ndarray, length: np.ndarray) -> np.ndarray:

@@ -39,9 +39,9 @@ def estimated_bytes(job: Job) -> int:
 def in_input_order(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
                    width: int | None = None, progress=None, client=None,
                    timings: dict | None = None, spill_dir: str | None = None,
-                   bucket_bytes: int | None = None) -> Iterator[PairBatch]:
+                   bucket_bytes: int | None = None, keep=None) -> Iterator[PairBatch]:
     """Batches of all pairs of ``job``, together in input order (row-major;
-    ``i < j`` for all-vs-all), with bounded host memory.
+    ``i < j`` for all-vs-all), with bounded host memory; at least one batch.
 
     Finished windows are held in memory while they fit ``bucket_bytes``; a job
     whose results fit is sorted in memory and comes as one batch. Past that,
@@ -57,6 +57,10 @@ def in_input_order(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
         measured times included) once the last window is in.
     spill_dir : str, optional
         Where the temporary folder goes (the system's temporary folder by default).
+    keep : callable, optional
+        A batch -> boolean mask: only the pairs it keeps come, each window's
+        filtered as it finishes, before the ordering, so that only those are
+        held or spilled.
     """
     bucket_bytes = bucket_bytes or max(max_memory // 4, 1)
     # while the results fit, each window's pairs also go into place as it
@@ -64,10 +68,13 @@ def in_input_order(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
     # device where it can; past the budget, buckets
     workers = run_workers(backend, client)
     fits = PAIR_BYTES * job.pairs <= bucket_bytes
-    place = placement(job, workers) if fits else None
+    # a placement takes every pair once: not some of them
+    place = placement(job, workers) if fits and keep is None else None
     windows = iter_windows(job, backend, max_memory=max_memory, width=width,
                            progress=progress, client=client, timings=timings,
                            device_ops=place is not None)
+    if keep is not None:
+        windows = (batch.take(keep(batch)) for batch in windows)
     held: list[PairBatch] = []
     size = 0
     for batch in windows:
@@ -80,7 +87,9 @@ def in_input_order(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
             with _NUMBA:
                 place.add(batch)
     else:
-        if place is None:
+        if keep is not None:
+            yield _in_order(job, PairBatch.concat(held))
+        elif place is None:
             yield assemble(job, held, workers=workers)
         else:
             held.clear()
@@ -103,10 +112,17 @@ def in_input_order(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
                 batch.take(order[cuts[k]:cuts[k + 1]]).save(path)
                 pieces[k].append(path)
         held.clear()
+        if not any(pieces):  # every pair filtered out
+            yield PairBatch.empty()
         for k in range(buckets):
             if not pieces[k]:
                 continue
             part = PairBatch.concat([PairBatch.load(p) for p in pieces[k]])
             for p in pieces[k]:
                 p.unlink()
-            yield part.take(np.argsort(pair_rank(job, part), kind="stable"))
+            yield _in_order(job, part)
+
+
+def _in_order(job: Job, batch: PairBatch) -> PairBatch:
+    """``batch``'s pairs sorted by input order."""
+    return batch.take(np.argsort(pair_rank(job, batch), kind="stable"))

@@ -274,6 +274,23 @@ def ref_ids(n):
     return [f"seq{k + 1}" for k in range(n)]
 
 
+@pytest.mark.parametrize("ordered", [True, False])
+def test_iter_all_keeps_what_keep_keeps(ordered):
+    """iter_all(keep=...): the pairs the mask keeps, every one once (in
+    input order where ordered), their alignments those of align_all."""
+    ref = pairalign.align_all(PROTEINS * 8, **CPU).pairs
+    cut = int(np.median(ref.score))
+    parts = list(pairalign.iter_all(PROTEINS * 8, ordered=ordered, window=16,
+                                    keep=lambda b: b.score > cut, **CPU))
+    got = PairBatch.concat([part.pairs for part in parts])
+    want = ref.take(ref.score > cut)
+    if not ordered:
+        got = got.take(np.argsort(got.query * len(PROTEINS) * 8 + got.target))
+    assert 0 < len(want) < len(ref)
+    for name in want.__dataclass_fields__:
+        assert np.array_equal(getattr(got, name), getattr(want, name)), name
+
+
 def test_cigar_means_nothing_without_traceback():
     """Score-only runs have no CIGAR whatever ``cigar`` says."""
     a = pairalign.align_all(PROTEINS, traceback=False, **CPU)

@@ -35,6 +35,32 @@ def test_buckets_give_the_in_memory_result(recs, mode, traceback):
         assert np.array_equal(getattr(ref, name), getattr(got, name)), name
 
 
+@pytest.mark.parametrize("spilled", [False, True])
+@pytest.mark.parametrize("share", ["some", "none"])
+def test_kept_pairs_come_in_input_order(recs, spilled, share, monkeypatch):
+    """keep filters each window as it finishes: the pairs it keeps come in
+    input order, held in memory or through the buckets, and only they are
+    held or spilled; where it keeps none, one empty batch comes."""
+    from pairalign import pairs
+
+    be, job = _job(recs, None, "local", make_scoring(recs.alphabet), True, "cpu", None, None)
+    ref = run_job(job, be)
+    cut = np.quantile(ref.score, 0.8) if share == "some" else ref.score.max() + 1
+    want = ref.take(ref.score >= cut)
+    saved = []
+    save = pairs.PairBatch.save
+    monkeypatch.setattr(pairs.PairBatch, "save",
+                        lambda self, path: saved.append(len(self)) or save(self, path))
+    budget = want.nbytes // 4 if spilled and share == "some" else (1 if spilled else None)
+    parts = list(in_input_order(job, be, width=16, bucket_bytes=budget,
+                                keep=lambda b: b.score >= cut))
+    got = PairBatch.concat(parts)
+    assert len(parts) >= 1 and (len(parts) > 1) == (spilled and share == "some")
+    assert sum(saved) == (len(want) if spilled else 0)
+    for name in ref.__dataclass_fields__:
+        assert np.array_equal(getattr(want, name), getattr(got, name)), name
+
+
 def test_spill_folder_is_removed(recs, tmp_path):
     be, job = _job(recs, None, "local", make_scoring(recs.alphabet), True, "cpu", None, None)
     parts = in_input_order(job, be, bucket_bytes=run_job(job, be).nbytes // 4,
