@@ -28,14 +28,19 @@ def qt(records):
     return q, t
 
 
-@pytest.mark.parametrize("window", [None, 16])
-def test_top_k_by_score_then_target_order(qt, window, monkeypatch):
+@pytest.mark.parametrize("window, merge", [(None, None), (16, None), (16, 1)])
+def test_top_k_by_score_then_target_order(qt, window, merge, monkeypatch):
     """The best 3 targets of each query by the scores of every pair (an
-    align_many of them all), ties in target order; each window's pairs
-    merged into the best as it comes (several windows with 16), so that the
-    result holds the hits alone."""
+    align_many of them all), ties in target order; the windows' pairs
+    merged into the best as they come (several windows with 16; with
+    MERGE_PAIRS 1, each window as it comes), so that the result holds the
+    hits alone."""
+    import sys
+
     import pairalign.api
 
+    if merge is not None:  # (the package's search is the function, not the module)
+        monkeypatch.setattr(sys.modules["pairalign.pipelines.search"], "MERGE_PAIRS", merge)
     q, t = qt
     parts = []
     iter_many = pairalign.api.iter_many

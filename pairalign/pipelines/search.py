@@ -27,6 +27,10 @@ from ..errors import OptionError
 from ..kernels.conventions import OP_ALIGNED, OP_DEL, OP_INS
 from ..output import atomic_output, write_tsv
 
+#: Pairs of finished windows a search with ``top`` gathers before merging
+#: them into the best hits so far.
+MERGE_PAIRS = 1 << 20
+
 BLAST6_COLUMNS = ("qseqid", "sseqid", "pident", "length", "mismatch", "gapopen",
                   "qstart", "qend", "sstart", "send", "evalue", "bitscore")
 
@@ -92,10 +96,20 @@ def search(queries, targets, top: int | None = None, mode: str = "local",
         return result, top_hits(result, top)
     if top < 1:
         raise OptionError("top must be at least 1")
-    kept, part = PairBatch.empty(), None
+    kept, waiting, part = PairBatch.empty(), [], None
+
+    def merged():
+        both = PairBatch.concat([kept, *waiting])
+        waiting.clear()
+        return both.take(np.sort(_ranked(both, top)))
+
     for part in iter_many(queries, targets, mode=mode, ordered=False, **align_options):
-        both = PairBatch.concat([kept, part.pairs])
-        kept = both.take(np.sort(_ranked(both, top)))
+        waiting.append(part.pairs)
+        # merged once the windows waiting hold as many pairs as the best
+        # (at least MERGE_PAIRS): each pair is sorted a bounded number of times
+        if sum(len(b) for b in waiting) >= max(len(kept), MERGE_PAIRS):
+            kept = merged()
+    kept = merged()
     if part is None:  # no pairs: nothing to merge
         result = align_many(queries, targets, mode=mode, **align_options)
         return result, top_hits(result, top)
