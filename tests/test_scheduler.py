@@ -513,7 +513,7 @@ class _Keeping(Fake):
         self.lost = False
         self.keep = False
         self.kept = 0
-        #: set at the failure that retires its worker (the third, or a
+        #: set at the failure that retires its worker (the third, or a lost
         #: sticky one's first): hold another fake on it
         self.failed = threading.Event()
         self.failures = 0
@@ -531,7 +531,7 @@ class _Keeping(Fake):
         if len(self.ran) >= self.good:
             self.lost = self.lose
             self.failures += 1
-            if self.failures >= (1 if self.sticky else 3):
+            if self.failures >= (1 if self.sticky and self.lose else 3):
                 self.failed.set()
             raise RuntimeError("CUDA error: an illegal memory access was encountered")
         out = super().run_window(job, state, w)
