@@ -13,6 +13,7 @@ distributed = pytest.importorskip("dask.distributed")
 
 from pairalign.engine import iter_windows, run_job  # noqa: E402
 from pairalign.job import Job, SortedSet  # noqa: E402
+from pairalign.pairs import PairBatch  # noqa: E402
 from pairalign.kernels.cpu_backend import CPUBackend  # noqa: E402
 from pairalign.scheduler import cost  # noqa: E402
 from pairalign.scheduler.distributed import connect  # noqa: E402
@@ -80,6 +81,19 @@ def test_cluster_alignments_without_cigars(cluster):
     same(got, ref)
     assert len(got.op_code) == 0 and not got.op_offsets.any()
     assert (got.length > 0).all()
+
+
+def test_cluster_kept_pairs_in_input_order(cluster):
+    """Pairs filtered as each window comes back from the cluster (``keep``):
+    the local run's kept pairs, in input order."""
+    from pairalign.streaming import in_input_order
+
+    job = job_of(50, None, "local", True)
+    ref = run_job(job, CPU, width=16)
+    cut = int(np.median(ref.score))
+    got = PairBatch.concat(list(in_input_order(job, CPU, width=16, client=cluster,
+                                               keep=lambda b: b.score > cut)))
+    same(got, ref.take(ref.score > cut))
 
 
 def test_cluster_ordered_stream_and_progress(cluster):
