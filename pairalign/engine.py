@@ -27,7 +27,10 @@ The run, in order:
    their operations on the retired worker's device (``device_ops``), those
    come to the host, or, where the device lost them, the windows run again
    elsewhere: a placement then gets their pairs twice, the same columns at
-   the same ranks, and drops the lost operations.
+   the same ranks, and drops the lost operations. A device that kept
+   operations is probed once the last batch is in; where it no longer
+   responds, the windows whose operations it cannot give run again on the
+   CPU fallback.
 5. **Results.** Workers hand results through a bounded queue to the consumer
    (:func:`iter_windows`), which maps them to input indices; :func:`run_job`
    gathers them in input order.
@@ -940,6 +943,40 @@ class _LocalRun:
             self.q.put(Item(key=item.key + (-1,), window=item.window, parent=item.parent,
                             avoid=frozenset({label})))
 
+    def _lost_at_end(self) -> Iterator[tuple[Item, PairBatch, object]]:
+        """Windows whose operations a device kept, where at the run's end the
+        device no longer responds (lost after its last window, with no
+        failure to tell) and cannot give them: each runs again on the CPU
+        fallback, here in the consumer's thread, and comes as another batch
+        (the placement drops the lost entries, as :meth:`_salvage`'s)."""
+        lost = []
+        for k, label in enumerate(self.labels):
+            with self.lock:
+                entries = self.kept.get(label)
+            if not entries or responds(self.work.workers[k]):
+                continue
+            with self.lock:
+                self.kept.pop(label, None)
+                self.errors += 1
+                if self.first_error is None:
+                    self.first_error = (f"{self.stats[k].description}: no longer responds "
+                                        "after its last window")
+            lost += [item for item, ops in entries if not ops.rescue()]
+        if not lost:
+            return
+        if self.fallback_factory is None:
+            raise DeviceError(f"a device was lost after its last window with the "
+                              f"alignments of {len(lost)} windows, and no fallback")
+        make = self.fallback_factory
+        backend = make() if callable(make) else make
+        state = backend.prepare(self.job)
+        for item in lost:
+            with _NUMBA:
+                batch = backend.run_window(self.job, state, item.window)
+            with self.lock:
+                self.redone += item.window.pairs
+            yield item, batch, backend
+
     def _can_retire(self, label: str) -> bool:
         with self.lock:
             others = self.live - {label}
@@ -1088,6 +1125,9 @@ class _LocalRun:
             if msg[0] == "batch":
                 got += len(msg[2])
                 yield msg[1], msg[2], msg[3]
+        for item, batch, backend in self._lost_at_end():
+            got += len(batch)
+            yield item, batch, backend
         if got != total + self.redone:
             raise RuntimeError(f"scheduler returned {got} pairs, {total + self.redone} "
                                "expected")

@@ -614,6 +614,47 @@ def test_a_device_that_still_responds_is_not_retired_at_its_first_failure(tri):
     assert stats["retired"] and stats["failures"] == 3
 
 
+class _LostAtEnd(_Keeping):
+    """A :class:`_Keeping` fake that runs every window, then, probed at the
+    run's end, has lost its device and what it kept (no failure told)."""
+
+    def __init__(self, tag, **kw):
+        super().__init__(tag, good=10**9, lose=True, **kw)
+        self.probed = 0
+
+    def responds(self):
+        self.probed += 1
+        self.lost = True
+        return False
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+@pytest.mark.parametrize("other", [True, False])
+def test_a_device_lost_after_its_last_window_has_its_windows_run_again(tri, other,
+                                                                     streamed):
+    """A device that kept its windows' operations and is found lost at the
+    run's end, with no failure before (probed once the last batch is in):
+    its windows run again on the CPU fallback and the pairs are the CPU's,
+    from run_job or streamed in input order, with a DeviceErrorWarning; with
+    no fallback allowed, a DeviceError says so."""
+    from pairalign.errors import DeviceError
+    from pairalign.streaming import in_input_order
+
+    job, ref = tri
+    lost = _LostAtEnd("lost")
+    workers = [lost] + ([Fake("ok", delay=0.002, seed=7)] if other else [])
+    with pytest.warns(DeviceErrorWarning, match="no longer responds after its last window"):
+        if streamed:
+            out = PairBatch.concat(list(in_input_order(job, workers, width=16)))
+        else:
+            out = run_job(job, workers, width=16)
+    same(out, ref)
+    assert lost.kept == len(lost.ran) > 0 and lost.probed == 1
+    with pytest.raises(DeviceError, match="lost after its last window"):
+        list(iter_windows(job, [_LostAtEnd("again")], width=16, fallback=None,
+                          device_ops=True))
+
+
 def test_results_wait_for_a_failing_worker_to_retire_and_salvage(tri, monkeypatch):
     """A worker whose window failed puts it back before it decides to
     retire: another worker may take and finish it first, the last of the
