@@ -328,6 +328,14 @@ def _from_wire(n: int, wire: dict, op_code: np.ndarray, op_len: np.ndarray) -> P
                      op_code=op_code, op_len=op_len)
 
 
+#: A salvage entry: a consumer took the operations to the host itself
+#: (:meth:`DeviceOps.take`); they count as rescued, nothing is kept.
+_TAKEN = ()
+#: Rescues (a retiring worker's thread) and takes (the consumer's) of one
+#: entry happen once, in one order.
+_SALVAGE_LOCK = threading.Lock()
+
+
 @dataclass(frozen=True)
 class DeviceOps:
     """A window's operations left on the device that computed them, until a
@@ -347,19 +355,42 @@ class DeviceOps:
     ranks: object
     #: once the owner's worker retired (:meth:`rescue`): the entry on the
     #: host, ``(ranks, offsets, code, length)``, or None where the device
-    #: could not give it (its windows run again elsewhere)
+    #: could not give it (its windows run again elsewhere); ``_TAKEN`` once
+    #: a consumer took the operations itself (:meth:`take`)
     salvage: list = field(default_factory=list, compare=False, repr=False)
 
     def rescue(self) -> bool:
         """Copy the entry to the host (:attr:`salvage`), once; False where the
         device cannot give it any more (a device lost to a sticky error)."""
-        if not self.salvage:
+        with _SALVAGE_LOCK:
+            if not self.salvage:
+                try:
+                    entry = self.entry_on_host()
+                except Exception:  # whatever the lost device raises: its pairs run again
+                    entry = None
+                self.salvage.append(entry)
+            return self.salvage[0] is not None
+
+    def take(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(code, length)`` on the host, for a consumer that holds the
+        batch there itself (the streaming buckets): the rescued entry's, or
+        copied now, after which the entry counts as rescued (should the
+        device be lost later, its windows do not run again: the consumer has
+        their operations); None where the device lost them (its windows run
+        again). Once per entry."""
+        with _SALVAGE_LOCK:
+            if self.salvage:
+                entry = self.salvage[0]
+                if entry == _TAKEN:
+                    raise RuntimeError("operations taken to the host twice")
+                return None if entry is None else (entry[2], entry[3])
             try:
-                entry = self.entry_on_host()
+                got = self.on_host()
             except Exception:  # whatever the lost device raises: its pairs run again
-                entry = None
-            self.salvage.append(entry)
-        return self.salvage[0] is not None
+                self.salvage.append(None)
+                return None
+            self.salvage.append(_TAKEN)
+            return got
 
     def on_host(self) -> tuple[np.ndarray, np.ndarray]:
         """``(code, length)`` copied to the host."""
@@ -391,7 +422,12 @@ class DevicePairBatch(PairBatch):
                         "on_host() instead")
 
     def on_host(self) -> PairBatch:
-        code, length = self.device_ops.on_host()
+        """The batch with its operations copied to the host (a copy: they
+        stay where they are; see :func:`taken_to_host`)."""
+        return self.with_ops(*self.device_ops.on_host())
+
+    def with_ops(self, code: np.ndarray, length: np.ndarray) -> PairBatch:
+        """The batch on the host, with operations ``code`` and ``length``."""
         cols = {f.name: getattr(self, f.name) for f in fields(PairBatch)}
         return PairBatch(**(cols | {"op_code": code, "op_len": length}))
 
@@ -410,6 +446,17 @@ def on_host(batch: PairBatch) -> PairBatch:
     """``batch`` with its operations on the host (a :class:`DevicePairBatch`'s
     copied there)."""
     return batch.on_host() if isinstance(batch, DevicePairBatch) else batch
+
+
+def taken_to_host(batch: PairBatch) -> PairBatch | None:
+    """``batch`` with its operations on the host, a :class:`DevicePairBatch`'s
+    taken from its device (:meth:`DeviceOps.take`: should the device be lost
+    later, its windows do not run again); None where the device lost them
+    already (its windows run again: their pairs come in a later batch)."""
+    if not isinstance(batch, DevicePairBatch):
+        return batch
+    got = batch.device_ops.take()
+    return None if got is None else batch.with_ops(*got)
 
 
 class Placement:
@@ -672,7 +719,7 @@ class Placement:
         for ops in self.device_ops:
             if not ops.salvage:
                 left.append(ops)
-            elif ops.salvage[0] is not None:
+            elif ops.salvage[0]:  # (not None: lost; nor _TAKEN: a consumer's)
                 self.ops.append(ops.salvage[0])
         self.device_ops = left
 

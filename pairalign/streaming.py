@@ -19,7 +19,7 @@ import numpy as np
 from .engine import (_NUMBA, _OP_BYTES, DEFAULT_MAX_MEMORY, assemble, iter_windows,
                      pair_rank, placement, run_workers)
 from .job import Job
-from .pairs import PairBatch, on_host
+from .pairs import PairBatch, taken_to_host
 
 #: Bytes of results held per pair, besides its operations (a rough measure;
 #: a placement holds 32-52, staged or not: ``Placement``).
@@ -102,7 +102,9 @@ def in_input_order(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
     with tempfile.TemporaryDirectory(prefix="pairalign-", dir=spill_dir) as tmp:
         pieces: list[list[Path]] = [[] for _ in range(buckets)]
         for batch in itertools.chain(held, windows):
-            batch = on_host(batch)
+            batch = taken_to_host(batch)
+            if batch is None:  # its device lost the operations: its windows come again
+                continue
             rank = pair_rank(job, batch)
             bucket = rank // span
             order = np.argsort(bucket, kind="stable")

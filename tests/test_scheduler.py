@@ -614,6 +614,27 @@ def test_a_device_that_still_responds_is_not_retired_at_its_first_failure(tri):
     assert stats["retired"] and stats["failures"] == 3
 
 
+@pytest.mark.parametrize("sticky", [False, True])
+def test_spilled_operations_are_not_run_again_when_their_device_is_lost(tri, sticky):
+    """Results streamed in input order through the buckets (more than the
+    budget holds): a device batch's operations go to the host as it is
+    spilled, and that copy counts as rescued. Where the device is lost
+    later, only the windows whose operations it still held run again: no
+    pair comes twice, and the pairs are the CPU's."""
+    from pairalign.streaming import PAIR_BYTES, in_input_order
+
+    job, ref = tri
+    keeping = _Keeping("keeping", good=4, lose=True, sticky=sticky)
+    ok = Fake("ok", delay=0.002, seed=8, hold=keeping.failed)
+    with pytest.warns(DeviceErrorWarning):
+        # room for every pair's columns (its windows keep their operations on
+        # the device), not for their operations: spilled from the second batch
+        out = PairBatch.concat(list(in_input_order(job, [keeping, ok], width=16,
+                                                   bucket_bytes=PAIR_BYTES * job.pairs)))
+    same(out, ref)
+    assert keeping.kept == 4
+
+
 class _LostAtEnd(_Keeping):
     """A :class:`_Keeping` fake that runs every window, then, probed at the
     run's end, has lost its device and what it kept (no failure told)."""

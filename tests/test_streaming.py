@@ -450,6 +450,30 @@ def _device_piece(device, ref, piece, kind=_HostArray):
     return DevicePairBatch(**cols, device_ops=ops)
 
 
+def test_operations_taken_to_the_host_count_as_rescued(recs):
+    """A consumer that takes a device batch's operations to the host
+    (``taken_to_host``, as the buckets do) has them, and the entry then
+    counts as rescued without keeping a copy; a lost device's batch is None
+    (its windows run again), whether found lost by the take or before it by
+    a rescue; a batch is taken once."""
+    from pairalign.pairs import taken_to_host
+
+    be, job = _job(recs, None, "local", make_scoring(recs.alphabet), True, "cpu", None, None)
+    ref = run_job(job, be)
+    piece = np.arange(0, len(ref), 3)
+    kept = _device_piece(_FakeDevice(), ref, piece)
+    got = taken_to_host(kept)
+    for name in ref.__dataclass_fields__:
+        assert np.array_equal(getattr(got, name), getattr(ref.take(piece), name)), name
+    assert kept.device_ops.rescue() and kept.device_ops.salvage == [()]
+    with pytest.raises(RuntimeError, match="taken to the host twice"):
+        taken_to_host(kept)
+    lost = _device_piece(_FakeDevice(), ref, piece, kind=_LostArray)
+    assert taken_to_host(lost) is None and not lost.device_ops.rescue()
+    lost = _device_piece(_FakeDevice(), ref, piece, kind=_LostArray)
+    assert not lost.device_ops.rescue() and taken_to_host(lost) is None
+
+
 @pytest.mark.parametrize("room", ["all", "its own", "none"])
 @pytest.mark.parametrize("up", [True, False])
 @pytest.mark.parametrize("staged", [False, True])
