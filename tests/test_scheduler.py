@@ -545,6 +545,16 @@ class _Keeping(Fake):
         return DevicePairBatch(**cols, device_ops=ops)
 
 
+def _run_or_stream(job, workers, streamed):
+    """run_job's batch, or (``streamed``) in_input_order's parts joined, as
+    the command line writes them."""
+    from pairalign.streaming import in_input_order
+
+    if streamed:
+        return PairBatch.concat(list(in_input_order(job, workers, width=16)))
+    return run_job(job, workers, width=16)
+
+
 @pytest.mark.parametrize("streamed", [False, True])
 @pytest.mark.parametrize("other", [True, False])
 @pytest.mark.parametrize("lose", [True, False])
@@ -557,17 +567,13 @@ def test_a_retired_devices_kept_operations_are_rescued_or_run_again(tri, lose, o
     from run_job or streamed in input order (``in_input_order``, as the
     command line writes them); the other worker ran again exactly the
     windows whose operations were lost."""
-    from pairalign.streaming import in_input_order
 
     job, ref = tri
     keeping = _Keeping("keeping", good=4, lose=lose)
     workers = [keeping] + ([Fake("ok", delay=0.002, seed=3, hold=keeping.failed)]
                            if other else [])
     with pytest.warns(DeviceErrorWarning, match="illegal memory access"):
-        if streamed:
-            out = PairBatch.concat(list(in_input_order(job, workers, width=16)))
-        else:
-            out = run_job(job, workers, width=16)
+        out = _run_or_stream(job, workers, streamed)
     same(out, ref)
     assert keeping.kept == 4 and keeping.lost == lose
     if other:  # (the CPU fallback's windows are not seen)
@@ -659,16 +665,12 @@ def test_a_device_lost_after_its_last_window_has_its_windows_run_again(tri, othe
     from run_job or streamed in input order, with a DeviceErrorWarning; with
     no fallback allowed, a DeviceError says so."""
     from pairalign.errors import DeviceError
-    from pairalign.streaming import in_input_order
 
     job, ref = tri
     lost = _LostAtEnd("lost")
     workers = [lost] + ([Fake("ok", delay=0.002, seed=7)] if other else [])
     with pytest.warns(DeviceErrorWarning, match="no longer responds after its last window"):
-        if streamed:
-            out = PairBatch.concat(list(in_input_order(job, workers, width=16)))
-        else:
-            out = run_job(job, workers, width=16)
+        out = _run_or_stream(job, workers, streamed)
     same(out, ref)
     assert lost.kept == len(lost.ran) > 0 and lost.probed == 1
     with pytest.raises(DeviceError, match="lost after its last window"):
