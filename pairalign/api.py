@@ -274,7 +274,7 @@ def _iter(rows: SequenceRecords, cols: SequenceRecords | None, mode: str, scorin
     else:
         batches = iter_windows(job, be, **run)
         if keep is not None:
-            batches = (batch.take(keep(batch)) for batch in batches)
+            batches = (batch.kept(keep) for batch in batches)
     for batch in batches:
         yield AlignmentResult(rows.ids, None if cols is None else cols.ids, batch, mode,
                               scoring, traceback, rows.sequences, targets, codes=codes,

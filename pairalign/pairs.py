@@ -225,6 +225,22 @@ class PairBatch:
                    op_code=np.concatenate([b.op_code for b in batches]),
                    op_len=np.concatenate([b.op_len for b in batches]))
 
+    def kept(self, keep) -> "PairBatch":
+        """The pairs that ``keep`` (a function of the batch) marks True.
+
+        Raises
+        ------
+        OptionError
+            Where ``keep`` gives anything but a boolean mask of one entry a pair.
+        """
+        mask = np.asarray(keep(self))
+        if mask.dtype != bool or mask.shape != (len(self),):
+            from .errors import OptionError
+
+            raise OptionError(f"keep must give a boolean mask of the batch's {len(self)} "
+                              f"pairs, not an array of {mask.dtype} and shape {mask.shape}")
+        return self.take(mask)
+
     def take(self, index: np.ndarray) -> "PairBatch":
         """The pairs at ``index`` (an integer array or a boolean mask), in that order."""
         index = np.asarray(index)

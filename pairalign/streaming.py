@@ -74,7 +74,7 @@ def in_input_order(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
                            progress=progress, client=client, timings=timings,
                            device_ops=place is not None)
     if keep is not None:
-        windows = (batch.take(keep(batch)) for batch in windows)
+        windows = (batch.kept(keep) for batch in windows)
     held: list[PairBatch] = []
     size = 0
     for batch in windows:

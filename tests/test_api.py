@@ -291,6 +291,16 @@ def test_iter_all_keeps_what_keep_keeps(ordered):
         assert np.array_equal(getattr(got, name), getattr(want, name)), name
 
 
+@pytest.mark.parametrize("ordered", [True, False])
+@pytest.mark.parametrize("bad", ["short", "scores"])
+def test_keep_must_give_a_mask_of_the_batch(ordered, bad):
+    """A keep that gives anything but one boolean a pair is refused in
+    words, not applied to the wrong pairs."""
+    wrong = {"short": lambda b: np.ones(len(b) - 1, bool), "scores": lambda b: b.score}[bad]
+    with pytest.raises(OptionError, match="keep must give a boolean mask"):
+        list(pairalign.iter_all(PROTEINS, ordered=ordered, keep=wrong, **CPU))
+
+
 def test_cigar_means_nothing_without_traceback():
     """Score-only runs have no CIGAR whatever ``cigar`` says."""
     a = pairalign.align_all(PROTEINS, traceback=False, **CPU)

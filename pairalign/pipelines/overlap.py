@@ -148,7 +148,7 @@ def _kept(results, keep):
     held."""
     from ..pairs import PairBatch
 
-    return PairBatch.concat([r.pairs.take(keep(r.pairs)) for r in results])
+    return PairBatch.concat([r.pairs.kept(keep) for r in results])
 
 
 def _reverse_pairs(recs, rc, opts, keep):
