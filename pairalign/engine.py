@@ -969,6 +969,8 @@ class _LocalRun:
                               f"alignments of {len(lost)} windows, and no fallback")
         make = self.fallback_factory
         backend = make() if callable(make) else make
+        if hasattr(backend, "fit_memory"):  # as the fallback worker's
+            backend.fit_memory(self.job, self.max_memory)
         state = backend.prepare(self.job)
         for item in lost:
             with _NUMBA:
