@@ -933,15 +933,20 @@ class _LocalRun:
         device still gives it (:meth:`~pairalign.pairs.DeviceOps.rescue`),
         and the windows of those it cannot give run again elsewhere (their
         pairs counted again: the placement takes the later batch's)."""
-        with self.lock:
-            kept = self.kept.pop(label, [])
-        for item, ops in kept:
-            if ops.rescue():
-                continue
-            with self.lock:
-                self.redone += item.window.pairs
+        for item in self._unrescued(label):
             self.q.put(Item(key=item.key + (-1,), window=item.window, parent=item.parent,
                             avoid=frozenset({label})))
+
+    def _unrescued(self, label: str) -> list[Item]:
+        """The items whose operations ``label``'s device kept and can no
+        longer give (each entry rescued to the host where it still can),
+        no longer kept; their pairs counted as coming again."""
+        with self.lock:
+            kept = self.kept.pop(label, [])
+        lost = [item for item, ops in kept if not ops.rescue()]
+        with self.lock:
+            self.redone += sum(item.window.pairs for item in lost)
+        return lost
 
     def _lost_at_end(self) -> Iterator[tuple[Item, PairBatch, object]]:
         """Windows whose operations a device kept, where at the run's end the
@@ -956,27 +961,21 @@ class _LocalRun:
             if not entries or responds(self.work.workers[k]):
                 continue
             with self.lock:
-                self.kept.pop(label, None)
                 self.errors += 1
                 if self.first_error is None:
                     self.first_error = (f"{self.stats[k].description}: no longer responds "
                                         "after its last window")
-            lost += [item for item, ops in entries if not ops.rescue()]
+            lost += self._unrescued(label)
         if not lost:
             return
         if self.fallback_factory is None:
             raise DeviceError(f"a device was lost after its last window with the "
                               f"alignments of {len(lost)} windows, and no fallback")
-        make = self.fallback_factory
-        backend = make() if callable(make) else make
-        if hasattr(backend, "fit_memory"):  # as the fallback worker's
-            backend.fit_memory(self.job, self.max_memory)
+        backend = self._fallback_backend()
         state = backend.prepare(self.job)
         for item in lost:
             with _NUMBA:
                 batch = backend.run_window(self.job, state, item.window)
-            with self.lock:
-                self.redone += item.window.pairs
             yield item, batch, backend
 
     def _can_retire(self, label: str) -> bool:
@@ -1082,12 +1081,18 @@ class _LocalRun:
             self.fallback_stats = WorkerStats("cpu-fallback", "cpu (fallback)")
         self._spawn("cpu-fallback", self._fallback)
 
-    def _fallback(self) -> None:
-        backend = self.fallback_factory() if callable(self.fallback_factory) else self.fallback_factory
-        stats = self.fallback_stats
-        stats.description = f"{_describe(backend)} (fallback)"
+    def _fallback_backend(self):
+        """The CPU fallback's backend, fitted to the run's memory."""
+        make = self.fallback_factory
+        backend = make() if callable(make) else make
         if hasattr(backend, "fit_memory"):
             backend.fit_memory(self.job, self.max_memory)
+        return backend
+
+    def _fallback(self) -> None:
+        backend = self._fallback_backend()
+        stats = self.fallback_stats
+        stats.description = f"{_describe(backend)} (fallback)"
         state = None
         while True:
             item = self.q.get("cpu-fallback", cpu=True)

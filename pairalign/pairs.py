@@ -754,8 +754,7 @@ class Placement:
         kept, *rest = sorted(groups.values(), key=lambda g: -sum(ops.nbytes for ops in g))
         owner = kept[0].owner
         others = [ops for group in rest for ops in group]
-        total = (sum(int(ops.code.size) for ops in self.device_ops)
-                 + sum(len(code) for _, _, code, _ in self.ops))
+        total = self._operations_total()
         self.device_ops = kept
         if hasattr(owner, "adopt_ops") and owner.can_place_ops(
                 total, self.total, extra=sum(ops.nbytes for ops in others)):
@@ -765,6 +764,11 @@ class Placement:
                 self.ops += self._ops_to_host(exc, others)
         else:
             self.ops += [ops.entry_on_host() for ops in others]
+
+    def _operations_total(self) -> int:
+        """The job's operations: those left on devices and the host's."""
+        return (sum(int(ops.code.size) for ops in self.device_ops)
+                + sum(len(code) for _, _, code, _ in self.ops))
 
     def _device_owner(self):
         """The one device backend whose windows left operations there, or None."""
@@ -791,8 +795,7 @@ class Placement:
         host = self._host_ops_up()
         if owner is None or host is None or not getattr(owner, "offsets_on_device", False):
             return None
-        total = sum(int(ops.code.size) for ops in self.device_ops)
-        total += sum(len(code) for _, _, code, _ in host)
+        total = self._operations_total()  # (host is self.ops, every host entry)
         if not owner.can_place_ops(total, self.total, offsets_on_device=True,
                                    extra=_entries_bytes(host)):
             return None

@@ -47,12 +47,16 @@ def _ranked(p, top: int | None) -> np.ndarray:
     order = np.lexsort((p.target, -p.score.astype(np.int64), p.query))
     if top is None:
         return order
-    if top < 1:
-        raise OptionError("top must be at least 1")
+    _check_top(top)
     q = p.query[order]
     start = np.searchsorted(q, q, side="left")  # first position of each query's run
     rank = np.arange(len(order)) - start
     return order[rank < top]
+
+
+def _check_top(top: int) -> None:
+    if top < 1:
+        raise OptionError("top must be at least 1")
 
 
 def search(queries, targets, top: int | None = None, mode: str = "local",
@@ -94,8 +98,7 @@ def search(queries, targets, top: int | None = None, mode: str = "local",
     if top is None:
         result = align_many(queries, targets, mode=mode, **align_options)
         return result, top_hits(result, top)
-    if top < 1:
-        raise OptionError("top must be at least 1")
+    _check_top(top)  # before the alignments
     kept, waiting, part = PairBatch.empty(), [], None
 
     def merged():
