@@ -224,15 +224,17 @@ SEVERAL_DEVICE_OPS = True
 
 #: Placements stage their columns as a row a pair (``Placement(staged=True)``),
 #: given as views of the rows at the end: one or two cache lines a pair's
-#: scattered stores instead of one a column.
-#: ``None``: staged where several workers share the run, whose consumer
-#: bounds it otherwise (four H200s, score-only at 3e13 cells, ``benchmarks/
-#: scaling.py --consumer place,place-staged``: 1.99 s staged against 2.37 s,
-#: 3.67x one GPU against 3.02x); one GPU keeps the columns, whose consumer
-#: keeps up (7.31 s staged, when the rows were copied into columns at the
-#: end, against 7.17 s; NOTES.md, v34) and whose results stay contiguous.
-#: True or False: always, never.
-STAGED_PLACEMENT: bool | None = None
+#: scattered stores instead of one a column. Four H200s, score-only at 3e13
+#: cells (``benchmarks/scaling.py --consumer place,place-staged``): 1.99 s
+#: staged against 2.37 s (NOTES.md, v34). One GPU was left unstaged then,
+#: when the staged rows were copied into columns at the end (7.31 against
+#: 7.17 s); as views, one H100 at 1e14 cells score-only: 22.33 s staged
+#: against 24.96 s, the consumer 3.73 s against 12.87 s, its worker no
+#: longer waiting on it; at 1e13 cells level (2.26 against 2.27 s; with
+#: traceback 4.57-4.63 against 4.61-4.71 s; NOTES.md, v53).
+#: ``None``: staged where several workers share the run only (as before
+#: v53). True or False: always, never.
+STAGED_PLACEMENT: bool | None = True
 #: A placement writes the columns known from the ranks alone (the indices,
 #: and the -1 columns without traceback: 16-20 bytes a pair) on a thread of
 #: its own beside the placing (``Placement(guard=...)``), instead of before

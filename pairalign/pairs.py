@@ -179,10 +179,11 @@ class PairBatch:
     mismatch, then ``I`` and ``D``; the CIGARs of
     :class:`~pairalign.results.AlignmentResult` tell ``=`` from ``X`` by the
     residues). Without traceback the begins, identities and lengths are -1
-    and there are no operations. A run over several workers (GPUs) gives
-    the score and ends (with traceback, every column but the indices) as
-    strided views of one array, a row a pair (``Placement(staged=True)``);
-    ``np.ascontiguousarray`` copies one where a caller needs it contiguous.
+    and there are no operations. A run's results in input order give the
+    score and ends (with traceback, every column but the indices) as
+    strided views of one array, a row a pair (``Placement(staged=True)``,
+    ``engine.STAGED_PLACEMENT``); ``np.ascontiguousarray`` copies one where
+    a caller needs it contiguous.
     """
 
     query: np.ndarray

@@ -321,11 +321,13 @@ def test_run_job_with_a_staged_placement_gives_the_same_batch(recs, mode, traceb
         assert np.array_equal(getattr(ref, name), getattr(got, name)), name
 
 
-def test_placement_stages_where_several_workers_run(monkeypatch):
-    """By default a placement stages its columns for a run of several
-    workers only; STAGED_PLACEMENT True or False holds for any run."""
+def test_placement_stages_for_any_number_of_workers(monkeypatch):
+    """By default a placement stages its columns for any run; None stages
+    them for a run of several workers only; True or False holds for any
+    run."""
     from pairalign import engine
 
+    assert [engine.staged_placement(k) for k in (1, 2, 4)] == [True, True, True]
     monkeypatch.setattr(engine, "STAGED_PLACEMENT", None)
     assert [engine.staged_placement(k) for k in (1, 2, 4)] == [False, True, True]
     for forced in (True, False):
