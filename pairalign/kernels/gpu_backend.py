@@ -1962,19 +1962,16 @@ class GPUBackend:
             if done["offs_dev"] is not None:
                 offs_h = got.pop()
             kept = done["kept"]
-            if kept is not None:
-                qb_h, tb_h, ident_h, alen_h = got[5:]
-                code_h, len_h = np.zeros(0, np.uint8), np.zeros(0, np.int32)
-            elif job.operations:
+            if kept is None and job.operations:
                 qb_h, tb_h, ident_h, alen_h, code_h, len_h = got[5:]
-            elif job.traceback:  # the pairs' alignments without their operations
-                qb_h, tb_h, ident_h, alen_h = got[5:]
-                offs_h = self._constant(npairs + 1, 0, np.int64)
+            else:  # operations kept on the device (offsets on the host), or none
                 code_h, len_h = np.zeros(0, np.uint8), np.zeros(0, np.int32)
-            else:
-                qb_h = tb_h = ident_h = alen_h = self._constant(npairs, -1, np.int32)
-                offs_h = self._constant(npairs + 1, 0, np.int64)
-                code_h, len_h = np.zeros(0, np.uint8), np.zeros(0, np.int32)
+                if job.traceback:
+                    qb_h, tb_h, ident_h, alen_h = got[5:]
+                else:
+                    qb_h = tb_h = ident_h = alen_h = self._constant(npairs, -1, np.int32)
+                if not job.operations:
+                    offs_h = self._constant(npairs + 1, 0, np.int64)
             cols = dict(query=got[0], target=got[1], score=got[2], query_begin=qb_h,
                         query_end=got[3], target_begin=tb_h, target_end=got[4],
                         identities=ident_h, length=alen_h, op_offsets=offs_h,
