@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -23,9 +24,13 @@ class SortedSet:
     offsets: np.ndarray
     order: np.ndarray
 
-    @property
+    @cached_property
     def lengths(self) -> np.ndarray:
-        return np.diff(self.offsets)
+        """Each sequence's length (read-only; worked out once: the engine
+        and the GPU backend read it for every window)."""
+        lengths = np.diff(self.offsets)
+        lengths.flags.writeable = False
+        return lengths
 
     def __len__(self) -> int:
         return len(self.order)
