@@ -696,6 +696,7 @@ class GPUBackend:
         self._keep: int | None = 0  # bytes of operations a run may leave (None: no cap)
         self._kept = 0
         self._reserve = 0  # device bytes kept free while operations are left there
+        self._total: int | None = None  # the device's memory (:meth:`_total_memory`)
         # (job, cells its bounded windows' reverse passes and boxes took, their
         # cells): see _bounded
         self._bounded_seen: tuple = (None, 0, 0)
@@ -1214,10 +1215,19 @@ class GPUBackend:
         self._keep = (0 if not on else None if DEVICE_OPS_SHARE is None
                       else int(self.free_memory() * DEVICE_OPS_SHARE))
         if on:
-            with self.device:
-                total = self.cp.cuda.runtime.memGetInfo()[1]
-            self._reserve = int(total * DEVICE_OPS_RESERVE)
+            self._reserve = int(self._total_memory() * DEVICE_OPS_RESERVE)
         self._kept = 0
+
+    def _total_memory(self) -> int:
+        """The device's memory in bytes, from its properties, asked once.
+        ``memGetInfo`` holds the GIL and, at a run's start, waited on the
+        device for :meth:`reserve`'s allocations: every thread of the
+        process waited with it (51 of 625 GIL samples of four GPUs' worker
+        threads in a py-spy profile, NOTES.md, v53)."""
+        if self._total is None:
+            props = self.cp.cuda.runtime.getDeviceProperties(self.devices[0])
+            self._total = int(props["totalGlobalMem"])
+        return self._total
 
     def _keeps(self, size: int) -> bool:
         """Whether a window's operations of ``size`` bytes stay on the device."""
