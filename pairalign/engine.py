@@ -64,7 +64,8 @@ from .scheduler.devices import (bind_thread, is_out_of_memory, label as _label,
 from .scheduler import lpt as _lpt
 from .scheduler.lpt import (Cancelled, Item, WorkQueue, balance, interleaved, lpt_assign,
                              lpt_order)
-from .scheduler.windows import BLOCK, Window, plan_windows, split_window, window_pairs
+from .scheduler.windows import (BLOCK, Window, halve_window, plan_windows, split_window,
+                                window_pairs)
 
 # The plan lives in its own module and is re-exported here; it defines the
 # default memory budget for one run's working buffers (--max-memory).
@@ -94,6 +95,17 @@ BOUND_SPLIT_FACTOR = 2.0
 #: gpu.py's first runs of local with traceback at 1e13 cells, a process each:
 #: 4.90-4.97 s on against 4.93-5.00 s off (within the spread; NOTES.md, v44).
 DEFER_EXACT_FIT = True
+#: A window over its device's budget is halved across its longer side (a
+#: triangle's diagonal window quartered), instead of quartered, where it is
+#: fitted to the budget (``fit_window``, ``_LocalRun._fits``; a window that
+#: failed is still quartered). Counted on the CPU (``benchmarks/
+#: split_model.py``, local with traceback, windows of 1,024): at 1e13 cells
+#: and the H100's 33.8 GB slots 411 windows run quartered (as the H100 ran:
+#: 411) against 288 halved; at 3e13 cells and 56 GB slots 760 against 552,
+#: each filling 0.6 of its slot against 0.4 (median). Fewer windows, less of
+#: the host's Python a window, which bounds four GPUs with traceback
+#: (NOTES.md, v53). Not yet run on a device: off until measured.
+SPLIT_HALVES = False
 #: The fewest results the queue between workers and the consumer holds. The
 #: consumer's first batch takes longest (the placement's pages first touched:
 #: 0.136 s at 1e13 cells with traceback, on the H100's host), while one GPU
@@ -452,8 +464,15 @@ def fit_window(job: Job, backend: Backend, w: Window, budget: int | None = None,
         if not w.splittable:
             return [(w, False)]
     rows, cols = job.rows.lengths, job.col_set.lengths
-    return [x for sub in split_window(w, rows, cols)
+    return [x for sub in split_to_fit(w, rows, cols)
             for x in fit_window(job, backend, sub, budget, by_bound, defer)]
+
+
+def split_to_fit(w: Window, rows: np.ndarray, cols: np.ndarray) -> list[Window]:
+    """The pieces of a window that its device's budget cannot hold: halves
+    (:func:`~.scheduler.windows.halve_window`) with :data:`SPLIT_HALVES`,
+    else quarters (:func:`~.scheduler.windows.split_window`)."""
+    return (halve_window if SPLIT_HALVES else split_window)(w, rows, cols)
 
 
 def window_memory(job: Job, backend: Backend, w: Window) -> int:
@@ -1001,7 +1020,7 @@ class _LocalRun:
             self._requeue(Item(key=item.key, window=w, parent=item.parent,
                                failures=item.failures, cpu=True))
         else:
-            for j, sub in enumerate(split_window(w, self.rows, self.cols)):
+            for j, sub in enumerate(split_to_fit(w, self.rows, self.cols)):
                 self.q.put(Item(key=item.key + (j,), window=sub, parent=item.parent,
                                 failures=item.failures))
         self.q.done()

@@ -375,6 +375,29 @@ def test_windows_far_over_budget_split_by_their_bound(monkeypatch, traceback):
     assert planned[engine.BOUND_SPLIT_FACTOR] < planned[float("inf")]
 
 
+@pytest.mark.parametrize("traceback", [True, False])
+def test_windows_halved_to_fit_their_budget(monkeypatch, traceback):
+    """With SPLIT_HALVES, windows fitted to a budget by their exact sizes
+    (the layout's plans) are halved, not quartered: each piece within the
+    budget, the pairs all there once, in fewer and fuller pieces."""
+    from pairalign import engine
+    from pairalign.engine import fit_window
+    from pairalign.scheduler.windows import plan_windows
+
+    job, be = protein_job("local", traceback, 9, 1200, 300)
+    windows = plan_windows(job.rows.lengths, None, 128)
+    budget = max(be.window_bytes(job, w) for w in windows) // 12
+    pieces = {}
+    for halves in (False, True):
+        monkeypatch.setattr(engine, "SPLIT_HALVES", halves)
+        pieces[halves] = [w for x in windows for w, fits in fit_window(job, be, x, budget)]
+        assert all(be.window_bytes(job, w) <= budget for w in pieces[halves])
+        assert sum(w.pairs for w in pieces[halves]) == sum(w.pairs for w in windows)
+    assert len(windows) < len(pieces[True]) < len(pieces[False])
+    fill = {h: np.median([be.window_bytes(job, w) for w in ws]) for h, ws in pieces.items()}
+    assert fill[True] > fill[False]
+
+
 class _DeviceArray:
     """A host array that looks like a CuPy one to ``_download`` (``data.ptr``)."""
 

@@ -28,7 +28,8 @@ from pairalign.scheduler.devices import worker_backends
 from pairalign.scheduler import lpt
 from pairalign.scheduler.lpt import (Item, WorkQueue, balance, interleaved, lpt_assign,
                                      lpt_bound, lpt_order)
-from pairalign.scheduler.windows import BLOCK, make_window, plan_windows, window_pairs
+from pairalign.scheduler.windows import (BLOCK, halve_window, make_window, plan_windows,
+                                         split_window, window_pairs)
 from pairalign.scoring import Scoring
 
 from conftest import assert_same_pairs as same
@@ -751,6 +752,59 @@ def test_windows_fitted_by_a_low_bound_are_split_before_they_launch(tri, pipelin
     out = run_job(job, dev, width=64)
     same(out, ref)
     assert dev.ran and all(w.pairs <= 300 for w in dev.ran)
+
+
+def test_halve_window_gives_two_pieces_of_every_pair_once():
+    """A window halved across its longer side: two windows (a triangle's
+    diagonal one, quartered: its halves would not be triangles) that hold
+    its pairs, each once, and its cells."""
+    rng = np.random.default_rng(3)
+    rows = np.sort(rng.integers(5, 400, 200))[::-1]
+    cols = np.sort(rng.integers(5, 400, 150))[::-1]
+    cases = ([(rows, rows, w) for w in plan_windows(rows, None, 64)]
+             + [(rows, cols, w) for w in plan_windows(rows, cols, 64)]
+             + [(rows, cols, make_window(rows, cols, 0, 16, 0, 100, False)),
+                (rows, cols, make_window(rows, cols, 3, 200, 7, 40, False))])
+    halved = 0
+    for r, c, w in cases:
+        if not w.splittable:
+            continue
+        pieces = halve_window(w, r, c)
+        if w.triangle and w.c0 == w.r0:
+            assert pieces == split_window(w, r, c)
+        else:
+            assert len(pieces) == 2
+            halved += 1
+            long_rows = w.r1 - w.r0 >= w.c1 - w.c0
+            assert all((x.c0, x.c1) == (w.c0, w.c1) if long_rows else (x.r0, x.r1) == (w.r0, w.r1)
+                       for x in pieces)
+        pairs = [list(zip(*(a.tolist() for a in window_pairs(x)))) for x in pieces]
+        assert sorted(p for ps in pairs for p in ps) == sorted(zip(*(a.tolist()
+                                                                      for a in window_pairs(w))))
+        assert sum(x.pairs for x in pieces) == w.pairs
+        assert sum(x.cells for x in pieces) == w.cells
+    assert halved > 10
+
+
+@pytest.mark.parametrize("bound", [0.3, 1.5, 3.0])
+def test_windows_halved_to_fit_give_the_same_pairs_in_fewer_windows(tri, monkeypatch, bound):
+    """With SPLIT_HALVES, a window over the device's budget is halved where
+    it is fitted (before the run by its bound, or at its launch by its exact
+    size): nothing over the budget runs, the result is the same, and the
+    run takes fewer windows than quartered where exact sizes cut them (600
+    "bytes" = pairs: a 1,024-pair window runs as two of 512 instead of four
+    of 256), no more where a bound over BOUND_SPLIT_FACTOR budgets does."""
+    from pairalign import engine
+
+    job, ref = tri
+    ran = {}
+    for halves in (False, True):
+        monkeypatch.setattr(engine, "SPLIT_HALVES", halves)
+        dev = Fake("dev", budget=600, bound=bound, pipeline=True)
+        same(run_job(job, dev, width=64), ref)
+        assert dev.ran and all(w.pairs <= 600 for w in dev.ran)
+        ran[halves] = len(dev.ran)
+    assert ran[True] < ran[False] if bound < 2 else ran[True] <= ran[False]
 
 
 @pytest.mark.parametrize("defer", [True, False])

@@ -84,22 +84,47 @@ def make_window(rows: np.ndarray, cols: np.ndarray, r0: int, r1: int, c0: int, c
     return Window(r0, r1, c0, c1, triangle, pairs, cells)
 
 
+def _cut(lo: int, hi: int) -> list[tuple[int, int]]:
+    """``[lo, hi)`` in two halves rounded to multiples of :data:`BLOCK` (one
+    piece if it is a block or less)."""
+    if hi - lo <= BLOCK:
+        return [(lo, hi)]
+    mid = lo + max(BLOCK, (hi - lo) // 2 // BLOCK * BLOCK)
+    return [(lo, mid), (mid, hi)]
+
+
 def split_window(w: Window, rows: np.ndarray, cols: np.ndarray) -> list[Window]:
     """Quarter a window (halves rounded to multiples of :data:`BLOCK`)."""
-    def cut(lo, hi):
-        if hi - lo <= BLOCK:
-            return [(lo, hi)]
-        mid = lo + max(BLOCK, (hi - lo) // 2 // BLOCK * BLOCK)
-        return [(lo, mid), (mid, hi)]
     out = []
-    for r0, r1 in cut(w.r0, w.r1):
-        for c0, c1 in cut(w.c0, w.c1):
+    for r0, r1 in _cut(w.r0, w.r1):
+        for c0, c1 in _cut(w.c0, w.c1):
             if w.triangle and c1 <= r0 + 1:
                 continue
             sub = make_window(rows, cols, r0, r1, c0, c1, w.triangle)
             if sub.pairs:
                 out.append(sub)
     return out
+
+
+def halve_window(w: Window, rows: np.ndarray, cols: np.ndarray) -> list[Window]:
+    """Halve a window across its longer side (rows where it is square), the
+    halves rounded to multiples of :data:`BLOCK`. A triangle's diagonal
+    window, whose halves would not be triangles, is quartered
+    (:func:`split_window`).
+
+    >>> import numpy as np
+    >>> lengths = np.full(64, 10)
+    >>> w = make_window(lengths, lengths, 0, 32, 32, 64, True)
+    >>> [(x.r0, x.r1, x.c0, x.c1) for x in halve_window(w, lengths, lengths)]
+    [(0, 16, 32, 64), (16, 32, 32, 64)]
+    """
+    if w.triangle and w.c0 == w.r0:
+        return split_window(w, rows, cols)
+    if w.r1 - w.r0 >= w.c1 - w.c0:
+        return [make_window(rows, cols, r0, r1, w.c0, w.c1, w.triangle)
+                for r0, r1 in _cut(w.r0, w.r1)]
+    return [make_window(rows, cols, w.r0, w.r1, c0, c1, w.triangle)
+            for c0, c1 in _cut(w.c0, w.c1)]
 
 
 def _diagonal_work(lengths: np.ndarray) -> tuple[int, int]:
