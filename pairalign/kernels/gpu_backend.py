@@ -1220,10 +1220,9 @@ class GPUBackend:
 
     def _total_memory(self) -> int:
         """The device's memory in bytes, from its properties, asked once.
-        ``memGetInfo`` holds the GIL and, at a run's start, waited on the
-        device for :meth:`reserve`'s allocations: every thread of the
-        process waited with it (51 of 625 GIL samples of four GPUs' worker
-        threads in a py-spy profile, NOTES.md, v53)."""
+        ``memGetInfo`` holds the GIL: at a run's start, while :meth:`reserve`
+        allocated the slots, it held it for 51 of 625 GIL samples of four
+        GPUs' worker threads (a py-spy profile, NOTES.md, v53)."""
         if self._total is None:
             props = self.cp.cuda.runtime.getDeviceProperties(self.devices[0])
             self._total = int(props["totalGlobalMem"])
