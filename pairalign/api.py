@@ -75,11 +75,22 @@ def _run(rows: SequenceRecords, cols: SequenceRecords | None, mode: str, scoring
     be, job = _job(rows, cols, mode, scoring, traceback, backend, threads, devices, cigar)
     pairs = run_job(job, be, max_memory=parse_memory(max_memory), width=window,
                     progress=progress, client=client)
+    return _results(rows, cols, mode, scoring, job)(pairs)
+
+
+def _results(rows: SequenceRecords, cols: SequenceRecords | None, mode: str,
+             scoring: Scoring, job: Job) -> Callable[[PairBatch], AlignmentResult]:
+    """What makes the :class:`AlignmentResult` of pairs of ``job`` (``rows``
+    against ``cols``, all-vs-all where None), the sequences' residue codes
+    shared by every result it makes."""
     targets = rows.sequences if cols is None else cols.sequences
     codes = ResidueCodes(rows.sequences, targets, scoring, sets=(job.rows, job.col_set))
-    return AlignmentResult(rows.ids, None if cols is None else cols.ids, pairs, mode,
-                           scoring, traceback, rows.sequences, targets, codes=codes,
-                           cigar=job.cigar)
+
+    def result(pairs: PairBatch) -> AlignmentResult:
+        return AlignmentResult(rows.ids, None if cols is None else cols.ids, pairs, mode,
+                               scoring, job.traceback, rows.sequences, targets, codes=codes,
+                               cigar=job.cigar)
+    return result
 
 
 def align_all(
@@ -265,8 +276,7 @@ def _iter(rows: SequenceRecords, cols: SequenceRecords | None, mode: str, scorin
     from .streaming import in_input_order
 
     be, job = _job(rows, cols, mode, scoring, traceback, backend, threads, devices, cigar)
-    targets = rows.sequences if cols is None else cols.sequences
-    codes = ResidueCodes(rows.sequences, targets, scoring, sets=(job.rows, job.col_set))
+    result = _results(rows, cols, mode, scoring, job)
     run = dict(max_memory=parse_memory(max_memory), width=window, progress=progress,
                client=client, timings=timings)
     if ordered:
@@ -276,9 +286,7 @@ def _iter(rows: SequenceRecords, cols: SequenceRecords | None, mode: str, scorin
         if keep is not None:
             batches = (batch.kept(keep) for batch in batches)
     for batch in batches:
-        yield AlignmentResult(rows.ids, None if cols is None else cols.ids, batch, mode,
-                              scoring, traceback, rows.sequences, targets, codes=codes,
-                              cigar=job.cigar)
+        yield result(batch)
 
 
 def align_many(
