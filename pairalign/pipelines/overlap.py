@@ -142,18 +142,10 @@ def _reverse_ops(op_offsets: np.ndarray, op_code: np.ndarray, op_len: np.ndarray
 REVERSE_BLOCKS = 4
 
 
-def _kept(results, keep):
-    """The pairs of ``results`` (an iterable of results, a window's each)
-    that ``keep`` (a batch -> mask) keeps, window by window: only those are
-    held."""
-    from ..pairs import PairBatch
-
-    return PairBatch.concat([r.pairs.kept(keep) for r in results])
-
-
 def _reverse_pairs(recs, rc, opts, keep):
     """Pairs ``i < j`` of read ``i`` against the reverse complement of read
-    ``j`` that ``keep`` keeps (see :func:`_kept`).
+    ``j`` that ``keep`` (a batch -> mask of the pairs, whatever their
+    indices) keeps, each window filtered as it finishes.
 
     Only the upper triangle is needed (``i`` vs ``rc(j)`` is ``j`` vs ``rc(i)``
     reversed), so the reads are cut into :data:`REVERSE_BLOCKS` blocks and
@@ -177,11 +169,12 @@ def _reverse_pairs(recs, rc, opts, keep):
 
     for b in range(k):
         lo, hi = int(bounds[b]), int(bounds[b + 1])
-        for part in iter_many(sub(recs, lo, hi), sub(rc, lo, n), ordered=False, **opts):
+        for part in iter_many(sub(recs, lo, hi), sub(rc, lo, n), ordered=False, keep=keep,
+                              **opts):
             res = part.pairs
             res = replace(res, query=res.query.astype(np.int64) + lo,
                           target=res.target.astype(np.int64) + lo)
-            parts.append(res.take((res.query < res.target) & keep(res)))
+            parts.append(res.take(res.query < res.target))
     return PairBatch.concat(parts)
 
 
@@ -221,7 +214,8 @@ def overlap_table(reads, min_overlap: int = 100, min_identity: float = 0.8,
     if n < 2:
         fwd = rev = PairBatch.empty()
     else:
-        fwd = _kept(iter_all(recs, ordered=False, **opts), keep)
+        fwd = PairBatch.concat([part.pairs for part in
+                                iter_all(recs, ordered=False, keep=keep, **opts)])
         rc = records_from_python([reverse_complement(s) for s in recs.sequences],
                                  ids=recs.ids, alphabet="dna")
         rev = _reverse_pairs(recs, rc, opts, keep)
