@@ -242,8 +242,9 @@ SEVERAL_DEVICE_OPS = True
 #: when the staged rows were copied into columns at the end (7.31 against
 #: 7.17 s); as views, one H100 at 1e14 cells score-only: 22.33 s staged
 #: against 24.96 s, the consumer 3.73 s against 12.87 s (unstaged, an
-#: H200's one worker waited 1.79 s on it); at 1e13 cells level (2.26 against 2.27 s; with
-#: traceback 4.57-4.63 against 4.61-4.71 s; NOTES.md, v53).
+#: H200's one worker waited 1.79 s on it); at 1e13 cells level (2.26
+#: against 2.27 s; with traceback 4.57-4.63 against 4.61-4.71 s; NOTES.md,
+#: v53).
 #: ``None``: staged where several workers share the run only (as before
 #: v53). True or False: always, never.
 STAGED_PLACEMENT: bool | None = True
