@@ -104,8 +104,12 @@ DEFER_EXACT_FIT = True
 #: 411) against 288 halved; at 3e13 cells and 56 GB slots 760 against 552,
 #: each filling 0.6 of its slot against 0.4 (median). Fewer windows, less of
 #: the host's Python a window, which bounds four GPUs with traceback
-#: (NOTES.md, v53). Not yet run on a device: off until measured.
-SPLIT_HALVES = False
+#: (NOTES.md, v53). On an H100, local with traceback at 1e13 cells, same
+#: process, best of four: 4.43 s quartered against 4.37 s halved (the walk
+#: 2.35 against 2.16 s); on four H200s at 3e13 cells, processes
+#: alternating, 5.24 and 5.30 s against 6.70 and 5.86 s (521-528 windows
+#: against 716-720); results equal (NOTES.md, v54).
+SPLIT_HALVES = True
 #: The fewest results the queue between workers and the consumer holds. The
 #: consumer's first batch takes longest (the placement's pages first touched:
 #: 0.136 s at 1e13 cells with traceback, on the H100's host), while one GPU
