@@ -44,6 +44,7 @@ order.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import queue as _queue
 import threading
@@ -356,17 +357,23 @@ class _NumbaGuard:
                         self._needed = True
         return self._needed
 
-    def start_soon(self) -> None:
-        """Start numba (:meth:`needed`) on a thread now, unless it has begun.
+    def start_soon(self, then: Callable[[], None] | None = None) -> None:
+        """Start numba (:meth:`needed`) on a thread now, unless it has begun;
+        then call ``then`` on that thread (also where numba had started).
 
         A GPU run calls this as its windows start: numba's start holds the
         GIL for ~0.5 s, which the GPU's windows overlap, so that their
         results find it ready. Waiting for the first results to start it
         put that start after the GPU's first window (the proteome from the
         command line on the H100: 1.9 s against 2.1 s, median of five)."""
-        if self._needed is None and not self._starting.locked():
-            threading.Thread(target=self.needed, name="pairalign-numba-start",
-                             daemon=True).start()
+        if then is None and (self._needed is not None or self._starting.locked()):
+            return
+
+        def start() -> None:
+            self.needed()
+            if then is not None:
+                then()
+        threading.Thread(target=start, name="pairalign-numba-start", daemon=True).start()
 
     def __enter__(self):
         if self.needed():
@@ -722,7 +729,10 @@ class _LocalRun:
             self.q.put(it)
         for k, b in enumerate(self.work.workers):
             self._spawn(self.labels[k], self._worker, k, b)
-        _NUMBA.start_soon()  # results are placed by numba (a CPU run's has started)
+        # results are placed by numba (a CPU run's has started); a device's
+        # planner may move to numba once it is loaded (GPUBackend.load_planner)
+        loaders = [b.load_planner for b in self.work.workers if hasattr(b, "load_planner")]
+        _NUMBA.start_soon(functools.partial(loaders[0], len(items)) if loaders else None)
         if any(it.cpu for it in items):
             self._ensure_fallback()
 

@@ -483,6 +483,23 @@ def test_numba_starts_on_a_thread_once():
                          ) == ["True", "True", "False", "0"]
 
 
+def test_numba_start_calls_then_also_where_numba_had_started():
+    """start_soon's ``then`` (a GPU run's planner loaded) runs on the start
+    thread after numba's start, and again on a thread of its own where
+    numba had started before."""
+    assert _fresh_python("import sys, threading",
+                         "from pairalign.engine import _NUMBA",
+                         "calls = []",
+                         "then = lambda: calls.append(f'{_NUMBA._needed is not None}:'"
+                         " + threading.current_thread().name)",
+                         "join = lambda: [t.join() for t in threading.enumerate()"
+                         " if t.name == 'pairalign-numba-start']",
+                         "_NUMBA.start_soon(then); join()",
+                         "_NUMBA.start_soon(then); join()",
+                         "print(*calls)",
+                         ) == ["True:pairalign-numba-start"] * 2
+
+
 def test_importing_the_command_line_does_not_start_numba():
     """numba's kernels are imported at their first call, so a GPU run can start
     numba while the GPU runs its first window."""

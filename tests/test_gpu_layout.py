@@ -5,6 +5,7 @@ calls done on host memory)."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 
 import numpy as np
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 from pairalign.kernels import gpu_backend
 from pairalign.kernels.gpu_backend import GPUBackend
 from pairalign.kernels.gpu_layout import JobLengths, expand, plan_window
+from pairalign.kernels.layout_jit import plan_window_jit
 from pairalign.scheduler.windows import Window
 
 
@@ -32,12 +34,26 @@ def fits_below(limit):
     return lambda n, m: np.asarray(m) <= limit
 
 
+def same_plans(plan, other):
+    """Two LayoutPlans equal field by field (arrays by dtype and values)."""
+    for field in dataclasses.fields(plan):
+        x, y = getattr(plan, field.name), getattr(other, field.name)
+        if isinstance(x, np.ndarray):
+            assert x.dtype == y.dtype and np.array_equal(x, y), field.name
+        else:
+            assert type(x) is type(y) and x == y, field.name
+    return True
+
+
 def expanded(rows_len, cols_len, w, traceback, steps=STEPS, fits16=None, score_bytes=2,
              col_base=0, per_warp=1, stripes=1, query=0, block=1):
+    """A window's plan and its expansion; numba's planner gives the same plan."""
     lengths = JobLengths.of(rows_len, cols_len)
-    plan = plan_window(lengths, w, traceback=traceback, wide_steps=steps,
-                       fits16=fits16, score_bytes=score_bytes, couples_per_warp=per_warp,
-                       couple_stripes=stripes, query_band=query, query_block=block)
+    options = dict(traceback=traceback, wide_steps=steps, fits16=fits16,
+                   score_bytes=score_bytes, couples_per_warp=per_warp,
+                   couple_stripes=stripes, query_band=query, query_block=block)
+    plan = plan_window(lengths, w, **options)
+    assert same_plans(plan, plan_window_jit(lengths, w, **options))
     return plan, expand(plan, lengths, col_base, traceback)
 
 
@@ -249,6 +265,37 @@ def test_plan_of_a_job_sizes_windows_without_a_device(traceback):
         packed += plan.npack
         unpacked += plan.nwide - plan.npack
     assert packed and unpacked
+
+
+@pytest.mark.parametrize("mode", ["local", "global", "semiglobal"])
+@pytest.mark.parametrize("traceback", [False, True])
+def test_numbas_planner_plans_a_jobs_windows_as_numpy(monkeypatch, mode, traceback):
+    """Once a run of enough windows has loaded it, the backend plans in
+    numba, and every plan (operation slots of a score pass too) is NumPy's."""
+    job, be = protein_job(mode, traceback, 3, 900, 150)
+    monkeypatch.setitem(gpu_backend._PLANNER, "plan", plan_window)
+    gpu_backend.GPUBackend.load_planner(gpu_backend.PLAN_IN_NUMBA_WINDOWS - 1)
+    assert gpu_backend._PLANNER["plan"] is plan_window  # a short run: NumPy's
+    gpu_backend.GPUBackend.load_planner(gpu_backend.PLAN_IN_NUMBA_WINDOWS)
+    assert gpu_backend._PLANNER["plan"] is plan_window_jit
+    from pairalign.scheduler.windows import plan_windows
+    for w in plan_windows(job.rows.lengths, None, 32):
+        for tb, ops in ((traceback, None), (False, True)):
+            jit = be._plan_for(job, w, tb, operations=ops)
+            monkeypatch.setitem(gpu_backend._PLANNER, "plan", plan_window)
+            assert same_plans(be._plan_for(job, w, tb, operations=ops), jit)
+            monkeypatch.setitem(gpu_backend._PLANNER, "plan", plan_window_jit)
+
+
+def test_planner_stays_numpys_where_switched_off(monkeypatch):
+    """PLAN_IN_NUMBA off: nothing is loaded, and a loaded planner is not used."""
+    job, be = protein_job("local", True, 4, 300, 40)
+    w = Window(0, 40, 0, 40, True, 0, 0)
+    calls = []
+    monkeypatch.setitem(gpu_backend._PLANNER, "plan", lambda *a, **k: calls.append(a))
+    monkeypatch.setattr(gpu_backend, "PLAN_IN_NUMBA", False)
+    gpu_backend.GPUBackend.load_planner(1 << 20)
+    assert not calls and be._plan_for(job, w, True).npairs == 40 * 39 // 2 and not calls
 
 
 def test_score_only_plan_with_operation_slots():

@@ -359,8 +359,24 @@ SLOTS_IN_HOST_ARENA = True
 #: hundred MB (CUDA's own memory, arrays in use), and a budget a byte larger
 #: than the cached blocks would find none of them.
 SLOT_BUDGET_SLACK = 0.02
+#: Windows are planned in numba (``layout_jit.plan_window_jit``: the same
+#: plans, the GIL released) once a run of at least PLAN_IN_NUMBA_WINDOWS
+#: windows has loaded it on its numba start thread
+#: (:meth:`GPUBackend.load_planner`); until then, and without it, in NumPy.
+#: Four GPUs with traceback are bound by their threads' GIL-held Python a
+#: window, a third of it planning (NOTES.md, v53); on the CPU (two cores),
+#: 3e13 cells' windows of 1,024 took 0.9-1.5 ms a plan in NumPy against
+#: 0.23-0.43 ms (0.10-0.17 ms of it without the GIL). The planner compiles
+#: in ~8 s (once: numba caches it) and loads in ~0.03 s: a short run, which
+#: would end before the compilation does, leaves it alone.
+PLAN_IN_NUMBA = True
+PLAN_IN_NUMBA_WINDOWS = 64
 NEG = {np.dtype(np.int16): -16384, np.dtype(np.int32): -(1 << 30)}
 _CTYPE = {np.dtype(np.int16): "short", np.dtype(np.int32): "int"}
+
+
+#: The planner of every GPUBackend: plan_window, or numba's once loaded.
+_PLANNER = {"plan": plan_window}
 
 
 def _profile_fits(matrix: np.ndarray) -> bool:
@@ -1389,7 +1405,8 @@ class GPUBackend:
         if not _profile_fits(job.scoring.matrix):
             limit = None
         pack = (PACKED_TRACEBACK if traceback else PACKED) and limit is not None
-        return plan_window(self._job_plans(job)["lengths"], w,
+        plan = _PLANNER["plan"] if PLAN_IN_NUMBA else plan_window
+        return plan(self._job_plans(job)["lengths"], w,
                            traceback=traceback, wide_steps=limit,
                            fits16=job.scoring.fits_int16 if pack else None,
                            score_bytes=job.score_dtype(w).itemsize,
@@ -1397,6 +1414,19 @@ class GPUBackend:
                            couple_stripes=PACK_ROWS_TRACEBACK // STRIPE,
                            query_band=self._query_band(job, traceback) if pack else 0,
                            query_block=_query_block(traceback), operations=operations)
+
+    @staticmethod
+    def load_planner(windows: int) -> None:
+        """Plan in numba from now on (:data:`PLAN_IN_NUMBA`) where a run of
+        this many windows starts: its planner is imported and compiled, or
+        loaded from numba's cache, here. The engine calls this on its numba
+        start thread as a run's windows start."""
+        if (not PLAN_IN_NUMBA or windows < PLAN_IN_NUMBA_WINDOWS
+                or _PLANNER["plan"] is not plan_window):
+            return
+        from .layout_jit import load
+
+        _PLANNER["plan"] = load()
 
     def _job_plans(self, job: Job) -> dict:
         """One job's plans at a time: its lengths, its windows' plans (by

@@ -186,11 +186,40 @@ class JobLengths:
         """The lengths of a job's rows and columns, sorted longest first (a
         ValueError otherwise: the runs of wide, packed and narrow targets,
         and so the 16-bit checks, rest on this order)."""
-        rows = np.asarray(row_lengths, np.int64)
-        cols = np.asarray(col_lengths, np.int64)
+        rows = np.array(row_lengths, np.int64)
+        cols = np.array(col_lengths, np.int64)
         if (np.diff(rows) > 0).any() or (np.diff(cols) > 0).any():
             raise ValueError("sequence lengths must be sorted longest first")
-        return cls(rows, cols, _offsets(cols), stride2_prefix(cols))
+        arrays = (rows, cols, _offsets(cols), stride2_prefix(cols))
+        for x in arrays:  # of every job alike (numba's planner types them so)
+            x.flags.writeable = False
+        return cls(*arrays)
+
+
+def row_runs(lengths: JobLengths, w: Window, wide_steps: int | None,
+             fits16: Callable | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each row's runs of targets in window ``w`` (arguments as
+    :func:`plan_window`'s): its first column ``a`` (a triangle's after the
+    diagonal), its wide targets ``nw`` (the first of its columns from ``a``)
+    and the packed ones ``npk`` among them (the last of those), int64."""
+    rows_len, cols_len = lengths.rows, lengths.cols
+    r = np.arange(w.r0, w.r1, dtype=np.int64)
+    n = rows_len[r]
+    a = np.maximum(w.c0, r + 1) if w.triangle else np.full(r.size, w.c0, np.int64)
+    a = np.minimum(a, w.c1)
+    count = w.c1 - a
+    if wide_steps is None:
+        nw = np.zeros(r.size, np.int64)
+    else:
+        steps = (n + STRIPE - 1) // STRIPE
+        least = np.where(steps > 0, -(-wide_steps // np.maximum(steps, 1)), np.iinfo(np.int64).max)
+        # columns c0.. with a target at least `least` long (sorted longest first)
+        longer = np.searchsorted(-cols_len[w.c0:w.c1], -least, side="right")
+        nw = np.clip(w.c0 + longer - a, 0, count)
+    npk = np.zeros(r.size, np.int64)
+    if fits16 is not None and nw.any():
+        npk = a + nw - _first_fit(n, cols_len, a, a + nw, fits16)
+    return a, nw, npk
 
 
 def plan_window(lengths: JobLengths, w: Window, *,
@@ -243,20 +272,8 @@ def plan_window(lengths: JobLengths, w: Window, *,
 
     r = np.arange(w.r0, w.r1, dtype=np.int64)
     n = rows_len[r]
-    a = np.maximum(w.c0, r + 1) if w.triangle else np.full(r.size, w.c0, np.int64)
-    a = np.minimum(a, w.c1)
+    a, nw, npk = row_runs(lengths, w, wide_steps, fits16)
     count = w.c1 - a
-    if wide_steps is None:
-        nw = np.zeros(r.size, np.int64)
-    else:
-        steps = (n + STRIPE - 1) // STRIPE
-        least = np.where(steps > 0, -(-wide_steps // np.maximum(steps, 1)), np.iinfo(np.int64).max)
-        # columns c0.. with a target at least `least` long (sorted longest first)
-        longer = np.searchsorted(-cols_len[w.c0:w.c1], -least, side="right")
-        nw = np.clip(w.c0 + longer - a, 0, count)
-    npk = np.zeros(r.size, np.int64)
-    if fits16 is not None and nw.any():
-        npk = a + nw - _first_fit(n, cols_len, a, a + nw, fits16)
     unpacked = nw - npk
     lo, hi = a + unpacked, a + nw  # each row's packed targets
     # query couples: rows 2k and 2k + 1's common packed targets [cl, cl + cn)
