@@ -366,9 +366,13 @@ SLOT_BUDGET_SLACK = 0.02
 #: Four GPUs with traceback are bound by their threads' GIL-held Python a
 #: window, a third of it planning (NOTES.md, v53); on the CPU (two cores),
 #: 3e13 cells' windows of 1,024 took 0.9-1.5 ms a plan in NumPy against
-#: 0.23-0.43 ms (0.10-0.17 ms of it without the GIL). The planner compiles
-#: in ~8 s (once: numba caches it) and loads in ~0.03 s: a short run, which
-#: would end before the compilation does, leaves it alone.
+#: 0.23-0.43 ms (0.10-0.17 ms of it without the GIL). Four H200s, 3e13
+#: cells with traceback, processes alternating: 4.59, 4.49, 5.37, 4.44 s
+#: against 5.23, 4.42, 5.47, 4.84 s off (means 4.72 and 4.99); after one and
+#: two GPUs in one process, 4.13 s (3.07x one GPU; v54's 4.69 s without it,
+#: another machine). The planner compiles in ~8 s (once: numba caches it)
+#: and loads in ~0.03 s: a short run, which would end before the
+#: compilation does, leaves it alone.
 PLAN_IN_NUMBA = True
 PLAN_IN_NUMBA_WINDOWS = 64
 NEG = {np.dtype(np.int16): -16384, np.dtype(np.int32): -(1 << 30)}
