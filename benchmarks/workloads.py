@@ -160,9 +160,12 @@ def warm_gpu_backend(mode: str, traceback: bool | tuple[bool, ...], backend=None
     module in the timed run's first window (7-9 s of its layout on a fresh
     H100, where the module's first kernel is looked up). A module holds one
     mode's kernels: those of ``modes`` besides ``mode`` are compiled too,
-    both widths (not run)."""
+    both widths (not run). numba's planner is loaded as a run of many
+    windows loads it (compiled once an install, ~8 s, which a timed run's
+    first windows would otherwise share the GIL with)."""
     from pairalign.engine import run_job
     from pairalign.job import Job, SortedSet
+    from pairalign.kernels import gpu_backend
     from pairalign.kernels.conventions import MODES
     from pairalign.kernels.gpu_backend import GPUBackend
     from pairalign.scoring import Scoring
@@ -178,6 +181,7 @@ def warm_gpu_backend(mode: str, traceback: bool | tuple[bool, ...], backend=None
         for width in (np.int16, np.int32):
             be._module(np.dtype(width), MODES[other])
     assert len({key[0] for key in be._modules}) == 2, "both score widths compiled"
+    be.load_planner(gpu_backend.PLAN_IN_NUMBA_WINDOWS)
     return be
 
 
