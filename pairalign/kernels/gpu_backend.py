@@ -1411,13 +1411,13 @@ class GPUBackend:
         pack = (PACKED_TRACEBACK if traceback else PACKED) and limit is not None
         plan = _PLANNER["plan"] if PLAN_IN_NUMBA else plan_window
         return plan(self._job_plans(job)["lengths"], w,
-                           traceback=traceback, wide_steps=limit,
-                           fits16=job.scoring.fits_int16 if pack else None,
-                           score_bytes=job.score_dtype(w).itemsize,
-                           couples_per_warp=32 // _pack_shape(traceback, job.mode)[1],
-                           couple_stripes=PACK_ROWS_TRACEBACK // STRIPE,
-                           query_band=self._query_band(job, traceback) if pack else 0,
-                           query_block=_query_block(traceback), operations=operations)
+                    traceback=traceback, wide_steps=limit,
+                    fits16=job.scoring.fits_int16 if pack else None,
+                    score_bytes=job.score_dtype(w).itemsize,
+                    couples_per_warp=32 // _pack_shape(traceback, job.mode)[1],
+                    couple_stripes=PACK_ROWS_TRACEBACK // STRIPE,
+                    query_band=self._query_band(job, traceback) if pack else 0,
+                    query_block=_query_block(traceback), operations=operations)
 
     @staticmethod
     def load_planner(windows: int) -> None:
