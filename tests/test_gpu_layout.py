@@ -287,6 +287,25 @@ def test_numbas_planner_plans_a_jobs_windows_as_numpy(monkeypatch, mode, traceba
             monkeypatch.setitem(gpu_backend._PLANNER, "plan", plan_window_jit)
 
 
+def test_planner_stays_numpys_where_numba_fails(monkeypatch):
+    """A planner numba cannot make leaves NumPy's, once, with no error raised
+    on the run's numba start thread."""
+    from pairalign.kernels import layout_jit
+
+    calls = []
+
+    def fail():
+        calls.append(1)
+        raise RuntimeError("no compiler")
+
+    monkeypatch.setattr(gpu_backend, "_PLANNER", {"plan": plan_window})
+    monkeypatch.setattr(layout_jit, "load", fail)
+    for _ in range(2):
+        gpu_backend.GPUBackend.load_planner(1 << 20)
+    assert gpu_backend._PLANNER["plan"] is plan_window and calls == [1]
+    assert isinstance(gpu_backend._PLANNER["failed"], RuntimeError)
+
+
 def test_planner_stays_numpys_where_switched_off(monkeypatch):
     """PLAN_IN_NUMBA off: nothing is loaded, and a loaded planner is not used."""
     job, be = protein_job("local", True, 4, 300, 40)

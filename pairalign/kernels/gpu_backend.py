@@ -1424,13 +1424,17 @@ class GPUBackend:
         """Plan in numba from now on (:data:`PLAN_IN_NUMBA`) where a run of
         this many windows starts: its planner is imported and compiled, or
         loaded from numba's cache, here. The engine calls this on its numba
-        start thread as a run's windows start."""
+        start thread as a run's windows start. Where numba cannot make it,
+        NumPy's plans the same windows (the error kept as ``failed``)."""
         if (not PLAN_IN_NUMBA or windows < PLAN_IN_NUMBA_WINDOWS
-                or _PLANNER["plan"] is not plan_window):
+                or _PLANNER["plan"] is not plan_window or "failed" in _PLANNER):
             return
-        from .layout_jit import load
+        try:
+            from .layout_jit import load
 
-        _PLANNER["plan"] = load()
+            _PLANNER["plan"] = load()
+        except Exception as exc:
+            _PLANNER["failed"] = exc
 
     def _job_plans(self, job: Job) -> dict:
         """One job's plans at a time: its lengths, its windows' plans (by
