@@ -232,6 +232,24 @@ def search_command(queries, targets, output, top, fmt, **params) -> None:
     (write_blast6 if fmt == "blast6" else write_search_tsv)(output, result, hits)
 
 
+@main.command("warm")
+@click.option("--backend", type=click.Choice(["auto", "cpu", "gpu"]), default="auto",
+              show_default=True, help="auto: the GPU where CuPy sees one, else the CPU.")
+@handle_errors
+def warm_command(backend) -> None:
+    """Compile and cache the kernels (numba's; with a GPU, CUDA's) that the
+    other commands take, on a few small sequences, so that later runs start
+    without compiling: run it once after installing, e.g. when building a
+    container image."""
+    from .warm import warm
+
+    report = warm(backend)
+    click.echo(f"pairalign: warm: {report.commands} commands on the {report.backend} in "
+               f"{report.seconds:.1f} s; numba compiled {report.compiled} functions "
+               f"(the others were in its cache)",
+               err=True)
+
+
 def run() -> None:
     """The ``pairalign`` program (its console script, and ``python -m
     pairalign``): :func:`main`, then :func:`~pairalign.cli_options.exit_now`,
