@@ -245,9 +245,8 @@ def warm_command(backend) -> None:
 
     report = warm(backend)
     click.echo(f"pairalign: warm: {report.commands} commands on the {report.backend} in "
-               f"{report.seconds:.1f} s; numba compiled {report.compiled} functions "
-               f"(the others were in its cache)",
-               err=True)
+               f"{report.seconds:.1f} s; numba compiled {report.compiled} functions that "
+               f"were not in its cache", err=True)
 
 
 def run() -> None:
