@@ -44,7 +44,6 @@ order.
 from __future__ import annotations
 
 import contextlib
-import functools
 import math
 import queue as _queue
 import threading
@@ -731,8 +730,8 @@ class _LocalRun:
             self._spawn(self.labels[k], self._worker, k, b)
         # results are placed by numba (a CPU run's has started); a device's
         # planner may move to numba once it is loaded (GPUBackend.load_planner)
-        loaders = [b.load_planner for b in self.work.workers if hasattr(b, "load_planner")]
-        _NUMBA.start_soon(functools.partial(loaders[0], len(items)) if loaders else None)
+        _NUMBA.start_soon(next((b.planner_loader(len(items)) for b in self.work.workers
+                                if hasattr(b, "planner_loader")), None))
         if any(it.cpu for it in items):
             self._ensure_fallback()
 

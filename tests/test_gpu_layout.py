@@ -276,8 +276,11 @@ def test_numbas_planner_plans_a_jobs_windows_as_numpy(monkeypatch, mode, traceba
     monkeypatch.setitem(gpu_backend._PLANNER, "plan", plan_window)
     gpu_backend.GPUBackend.load_planner(gpu_backend.PLAN_IN_NUMBA_WINDOWS - 1)
     assert gpu_backend._PLANNER["plan"] is plan_window  # a short run: NumPy's
+    # nothing to load for a short run, nor once loaded: the engine starts no thread
+    assert gpu_backend.GPUBackend.planner_loader(gpu_backend.PLAN_IN_NUMBA_WINDOWS - 1) is None
     gpu_backend.GPUBackend.load_planner(gpu_backend.PLAN_IN_NUMBA_WINDOWS)
     assert gpu_backend._PLANNER["plan"] is plan_window_jit
+    assert gpu_backend.GPUBackend.planner_loader(1 << 20) is None
     from pairalign.scheduler.windows import plan_windows
     for w in plan_windows(job.rows.lengths, None, 32):
         for tb, ops in ((traceback, None), (False, True)):

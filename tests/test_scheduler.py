@@ -905,6 +905,25 @@ def test_consumer_takes_its_share_of_numba_threads_while_workers_run(tri, worker
     assert numba.get_num_threads() == own
 
 
+def test_a_workers_planner_is_loaded_on_the_numba_start_thread(tri):
+    """A run asks its device worker for a planner loader with its number of
+    windows, and runs what it gives on numba's start thread."""
+    job, ref = tri
+    asked, ran = [], threading.Event()
+    where = []
+    fake = Fake("a", pipeline=True)
+
+    def planner_loader(windows):
+        asked.append(windows)
+        return lambda: (where.append(threading.current_thread().name), ran.set())
+
+    fake.planner_loader = planner_loader
+    same(run_job(job, [fake], width=16), ref)
+    assert ran.wait(5) and where == ["pairalign-numba-start"]
+    pairs = len(ref)
+    assert len(asked) == 1 and 1 < asked[0] <= pairs
+
+
 # ---------------------------------------------------------------------------------
 # progress
 # ---------------------------------------------------------------------------------

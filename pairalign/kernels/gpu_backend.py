@@ -9,7 +9,7 @@ from concurrent.futures import Future
 from functools import cached_property
 from importlib import resources
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -381,6 +381,16 @@ _CTYPE = {np.dtype(np.int16): "short", np.dtype(np.int32): "int"}
 
 #: The planner of every GPUBackend: plan_window, or numba's once loaded.
 _PLANNER = {"plan": plan_window}
+
+
+def _load_planner() -> None:
+    """numba's planner as every GPUBackend's (:meth:`GPUBackend.load_planner`)."""
+    try:
+        from .layout_jit import load
+
+        _PLANNER["plan"] = load()
+    except Exception as exc:
+        _PLANNER["failed"] = exc
 
 
 def _profile_fits(matrix: np.ndarray) -> bool:
@@ -1423,18 +1433,22 @@ class GPUBackend:
     def load_planner(windows: int) -> None:
         """Plan in numba from now on (:data:`PLAN_IN_NUMBA`) where a run of
         this many windows starts: its planner is imported and compiled, or
-        loaded from numba's cache, here. The engine calls this on its numba
-        start thread as a run's windows start. Where numba cannot make it,
-        NumPy's plans the same windows (the error kept as ``failed``)."""
+        loaded from numba's cache, here. Where numba cannot make it, NumPy's
+        plans the same windows (the error kept as ``failed``)."""
+        load = GPUBackend.planner_loader(windows)
+        if load is not None:
+            load()
+
+    @staticmethod
+    def planner_loader(windows: int) -> Callable[[], None] | None:
+        """What :meth:`load_planner` does for a run of this many windows, or
+        None where it has nothing to do (a short run, a planner loaded or
+        failed, PLAN_IN_NUMBA off). The engine calls it on its numba start
+        thread as a run's windows start, and starts none for None."""
         if (not PLAN_IN_NUMBA or windows < PLAN_IN_NUMBA_WINDOWS
                 or _PLANNER["plan"] is not plan_window or "failed" in _PLANNER):
-            return
-        try:
-            from .layout_jit import load
-
-            _PLANNER["plan"] = load()
-        except Exception as exc:
-            _PLANNER["failed"] = exc
+            return None
+        return _load_planner
 
     def _job_plans(self, job: Job) -> dict:
         """One job's plans at a time: its lengths, its windows' plans (by
