@@ -57,25 +57,21 @@ import numpy as np
 
 from .errors import CPUFallbackWarning, DeviceError, DeviceErrorWarning, OptionError
 from .job import Job
-from .pairs import PairBatch, Placement
+from .pairs import OP_BYTES, PAIR_BYTES, PairBatch, Placement, pair_bytes
 from .scheduler import cost as _cost
 from .scheduler.devices import (bind_thread, is_out_of_memory, label as _label,
                                 min_window_pairs, recover, responds, worker_backends)
 from .scheduler import lpt as _lpt
 from .scheduler.lpt import (Cancelled, Item, WorkQueue, balance, interleaved, lpt_assign,
                              lpt_order)
-from .scheduler.windows import (BLOCK, Window, halve_window, plan_windows, split_window,
-                                window_pairs)
+from .scheduler.windows import (BLOCK, Window, halve_window, halves, plan_windows,
+                                split_window, window_pairs)
 
 # The plan lives in its own module and is re-exported here; it defines the
 # default memory budget for one run's working buffers (--max-memory).
 from .scheduler.plan import (DEFAULT_MAX_MEMORY, DevicePlan, Plan, PlanWindow,  # noqa: E402
                              format_plan, format_run_report, plan)
 
-#: Bytes of results per pair besides the operations.
-_PAIR_BYTES = 48
-#: Bytes per alignment operation slot (code, run length) reserved per pair.
-_OP_BYTES = 5
 #: Failures in a row after which a worker (its device) is given up.
 RETIRE_AFTER = 3
 #: A window whose size bound (a backend's ``window_bytes_bound``) exceeds its
@@ -174,8 +170,7 @@ def window_width(job: Job, backend: Backend, max_memory: int,
         return width
     if hasattr(backend, "window_width"):
         return backend.window_width(job, max_memory, workers=workers)
-    longest = int(job.rows.lengths[0]) + int(job.col_set.lengths[0])
-    per_pair = _PAIR_BYTES + (_OP_BYTES * longest if job.traceback else 0)
+    per_pair = pair_bytes(job.traceback, int(job.rows.lengths[0]), int(job.col_set.lengths[0]))
     w = int(math.sqrt(max(max_memory - fixed, 0) / 2 / per_pair))
     return max(BLOCK, min(256, w // BLOCK * BLOCK))
 
@@ -453,7 +448,7 @@ def fit_window(job: Job, backend: Backend, w: Window, budget: int | None = None,
     """``w``, or its quarters (recursively) where the device cannot hold it.
 
     Each window comes with whether the backend can hold it; one that cannot,
-    even as a single 16 x 16 block, goes to the CPU. With ``by_bound``, a
+    even as a single pair, goes to the CPU. With ``by_bound``, a
     window that the backend's ``window_bytes_bound`` (if it has one) puts
     within the budget fits without its exact size (planning it takes the
     backend longer): the caller checks it again before it runs; one that the
@@ -472,7 +467,7 @@ def fit_window(job: Job, backend: Backend, w: Window, budget: int | None = None,
     if not (w.splittable and size is not None and size > BOUND_SPLIT_FACTOR * budget):
         if backend.window_bytes(job, w) <= budget:
             return [(w, True)]
-        if not w.splittable:
+        if not w.divisible:
             return [(w, False)]
     rows, cols = job.rows.lengths, job.col_set.lengths
     return [x for sub in split_to_fit(w, rows, cols)
@@ -482,7 +477,11 @@ def fit_window(job: Job, backend: Backend, w: Window, budget: int | None = None,
 def split_to_fit(w: Window, rows: np.ndarray, cols: np.ndarray) -> list[Window]:
     """The pieces of a window that its device's budget cannot hold: halves
     (:func:`~.scheduler.windows.halve_window`) with :data:`SPLIT_HALVES`,
-    else quarters (:func:`~.scheduler.windows.split_window`)."""
+    else quarters (:func:`~.scheduler.windows.split_window`); a block's
+    halves, of any size, down to single pairs (long reads, whose 16 x 16
+    pairs' traceback can outgrow a device)."""
+    if not w.splittable:
+        return halve_window(w, rows, cols, cut=halves)
     return (halve_window if SPLIT_HALVES else split_window)(w, rows, cols)
 
 
@@ -495,7 +494,7 @@ def window_memory(job: Job, backend: Backend, w: Window) -> int:
     if hasattr(backend, "window_bytes"):
         return int(backend.window_bytes(job, w))
     rows, cols = job.rows.lengths, job.col_set.lengths
-    total = w.pairs * _PAIR_BYTES
+    total = w.pairs * PAIR_BYTES
     if job.traceback:
         if not w.triangle or w.c0 >= w.r1:
             ops = (w.c1 - w.c0) * int(rows[w.r0:w.r1].sum()) + (w.r1 - w.r0) * int(cols[w.c0:w.c1].sum())
@@ -504,7 +503,7 @@ def window_memory(job: Job, backend: Backend, w: Window) -> int:
         else:
             pr, pc = window_pairs(w)
             ops = int(rows[pr].sum() + cols[pc].sum())
-        total += ops * _OP_BYTES
+        total += ops * OP_BYTES
     threads = int(getattr(backend, "threads", 1) or 1)
     try:
         total += threads * int(backend.task_memory(job))
@@ -530,7 +529,7 @@ class Work:
     #: each parent's pieces: cut so that several workers balance, then (GPU) so
     #: that each fits the first device's memory
     pieces: list[list[Window]]
-    #: blocks of 16 x 16 pairs that the device cannot hold: (parent, block), for the CPU
+    #: pairs that the device cannot hold, even alone: (parent, window of one pair), for the CPU
     too_large: list[tuple[int, Window]] = field(default_factory=list)
     #: the device budget the pieces were fitted to (``None``: not fitted, no device)
     fit_budget: int | None = None
@@ -722,7 +721,7 @@ class _LocalRun:
     def start(self) -> None:
         items = self.work.items()
         if any(it.cpu for it in items) and self.fallback_factory is None:
-            raise OptionError("some 16 x 16 blocks of pairs are too large for the device "
+            raise OptionError("some pairs are too large for the device "
                               "and no CPU fallback was allowed")
         for it in items:
             self.q.put(it)
@@ -1030,7 +1029,7 @@ class _LocalRun:
         w = item.window
         if backend.window_bytes(self.job, w) <= budget:
             return True
-        if not w.splittable:
+        if not w.divisible:
             self._requeue(Item(key=item.key, window=w, parent=item.parent,
                                failures=item.failures, cpu=True))
         else:

@@ -898,6 +898,18 @@ def _entries_bytes(entries: list) -> int:
     return sum(a.nbytes for entry in entries for a in entry)
 
 
+#: Host bytes of a pair's results besides its operations (as the engine counts them).
+PAIR_BYTES = 48
+#: Host bytes per alignment operation slot (code, run length) reserved per pair.
+OP_BYTES = 5
+
+
+def pair_bytes(traceback: bool, n: int, m: int) -> int:
+    """Host bytes of the results of a pair of lengths ``n`` and ``m``: with a
+    traceback, ``n + m`` operation slots besides."""
+    return PAIR_BYTES + (OP_BYTES * (n + m) if traceback else 0)
+
+
 def _offsets(counts: np.ndarray) -> np.ndarray:
     out = np.zeros(len(counts) + 1, np.int64)
     np.cumsum(counts, out=out[1:])

@@ -16,16 +16,14 @@ from typing import Iterator
 
 import numpy as np
 
-from .engine import (_NUMBA, _OP_BYTES, DEFAULT_MAX_MEMORY, assemble, iter_windows,
+from .engine import (_NUMBA, DEFAULT_MAX_MEMORY, assemble, iter_windows,
                      pair_rank, placement, run_workers)
 from .job import Job
-from .pairs import PairBatch, taken_to_host
+from .pairs import OP_BYTES, PairBatch, taken_to_host
 
 #: Bytes of results held per pair, besides its operations (a rough measure;
 #: a placement holds 32-52, staged or not: ``Placement``).
 PAIR_BYTES = 64
-#: Bytes per alignment operation (code and run length), as the engine counts them.
-OP_BYTES = _OP_BYTES
 
 
 def estimated_bytes(job: Job) -> int:

@@ -75,6 +75,37 @@ def test_alignments_without_cigars(data_dir, monkeypatch, mode, devices):
             assert np.array_equal(getattr(full.pairs, name), getattr(gpu.pairs, name)), name
 
 
+@pytest.mark.parametrize("budget_pairs", [None, 3])
+def test_long_reads(monkeypatch, budget_pairs):
+    """Reads of 6 to 9 kb with traceback at the default --max-memory (before
+    v55 the GPU asked the host budget for a 16 x 16 block of their
+    traceback, 4.6 GB, and refused), then with the device's budget cut to
+    three pairs' bytes, so that blocks run as windows below 16 x 16 at any
+    offset: the CPU's pairs, none of them run on the CPU."""
+    rng = np.random.default_rng(12)
+    genome = rng.choice(list("ACGT"), 30_000)
+    reads = []
+    for start, n in zip(rng.integers(0, 20_000, 10), rng.integers(6_000, 9_000, 10)):
+        read = genome[start:start + n].copy()
+        hit = rng.random(read.size) < 0.05
+        read[hit] = rng.choice(list("ACGT"), int(hit.sum()))
+        reads.append("".join(read))
+    if budget_pairs:
+        from pairalign.job import Job, SortedSet
+        from pairalign.scheduler.windows import make_window
+        from pairalign.scoring import Scoring
+
+        dna = Scoring.create("dna")
+        job = Job("semiglobal", dna, True, SortedSet.encode(reads, dna))
+        first = make_window(job.rows.lengths, job.rows.lengths, 0, 2, 0, 2, True)
+        one = gpu_backend.GPUBackend.planner().window_bytes(job, first)
+        monkeypatch.setattr(gpu_backend.GPUBackend, "device_budget",
+                            lambda self: budget_pairs * one)
+    cpu, gpu = both(reads, mode="semiglobal", traceback=True)
+    assert_same(cpu, gpu)
+    assert (cpu.pairs.score > 1_000).sum() > 5  # overlapping reads among them
+
+
 def test_overlaps_are_the_cpus(data_dir):
     """Read overlaps on the GPU (both strands' windows filtered as they
     come: iter_all and iter_many, unordered): the CPU's table, to the

@@ -17,7 +17,7 @@ from pairalign.kernels import gpu_backend
 from pairalign.kernels.gpu_backend import GPUBackend
 from pairalign.kernels.gpu_layout import JobLengths, expand, plan_window
 from pairalign.kernels.layout_jit import plan_window_jit
-from pairalign.scheduler.windows import Window
+from pairalign.scheduler.windows import Window, make_window, window_pairs
 
 
 STEPS = 2048
@@ -442,6 +442,40 @@ def test_windows_far_over_budget_split_by_their_bound(monkeypatch, traceback):
     assert sum(w.pairs for w, _ in new) == sum(w.pairs for w in windows)
     assert all(be.window_bytes(job, w) <= budget for w, fits in new if fits)
     assert planned[engine.BOUND_SPLIT_FACTOR] < planned[float("inf")]
+
+
+def test_long_reads_fit_a_device_below_a_block():
+    """Reads whose 16 x 16 pairs' traceback outgrows the device (here, a
+    budget of 3 pairs' bytes): the default --max-memory, a host budget, lets
+    the job start (it used to ask for a block's traceback on the host), and
+    the block is halved below 16 x 16 down to windows that the device holds,
+    each pair once, none left to the CPU."""
+    from pairalign.engine import fit_window, window_width
+    from pairalign.job import Job, SortedSet
+    from pairalign.pairs import pair_bytes
+    from pairalign.scheduler.plan import DEFAULT_MAX_MEMORY
+    from pairalign.scheduler.windows import plan_windows
+    from pairalign.scoring import Scoring
+
+    rng = np.random.default_rng(8)
+    genome = "".join(rng.choice(list("ACGT"), 40_000))
+    reads = [genome[k:k + n] for k, n in zip(rng.integers(0, 20_000, 12),
+                                             rng.integers(9_000, 20_000, 12))]
+    scoring = Scoring.create("dna")
+    job = Job("semiglobal", scoring, True, SortedSet.encode(reads, scoring))
+    be = GPUBackend.planner()
+    n = int(job.rows.lengths[0])
+    assert be.task_memory(job) == pair_bytes(True, n, n) < DEFAULT_MAX_MEMORY
+    width = window_width(job, be, DEFAULT_MAX_MEMORY)
+    (block,) = plan_windows(job.rows.lengths, None, width)
+    one = be.window_bytes(job, make_window(job.rows.lengths, job.rows.lengths, 0, 2, 0, 2, True))
+    budget = 3 * one
+    assert be.window_bytes(job, block) > budget
+    pieces = fit_window(job, be, block, budget)
+    assert all(fits for _, fits in pieces) and len(pieces) > 3
+    assert all(be.window_bytes(job, w) <= budget for w, _ in pieces)
+    got = sorted(p for w, _ in pieces for p in zip(*(a.tolist() for a in window_pairs(w))))
+    assert got == sorted(zip(*(a.tolist() for a in window_pairs(block))))
 
 
 @pytest.mark.parametrize("traceback", [True, False])

@@ -28,7 +28,7 @@ from pairalign.scheduler.devices import worker_backends
 from pairalign.scheduler import lpt
 from pairalign.scheduler.lpt import (Item, WorkQueue, balance, interleaved, lpt_assign,
                                      lpt_bound, lpt_order)
-from pairalign.scheduler.windows import (BLOCK, halve_window, make_window, plan_windows,
+from pairalign.scheduler.windows import (BLOCK, halve_window, halves, make_window, plan_windows,
                                          split_window, window_pairs)
 from pairalign.scoring import Scoring
 
@@ -71,7 +71,8 @@ class Fake:
     ``fail(w, calls)`` -> bool decides whether a call on window ``w`` raises
     (``calls``: how many times this fake saw ``w`` before). ``pipeline``:
     offer ``run_windows`` with two windows in flight, as the GPU backend does.
-    ``budget``: offer ``window_bytes``/``device_budget`` (bytes = pairs).
+    ``budget``: offer ``window_bytes``/``device_budget`` (bytes = pairs, or
+    cells with ``by_cells``).
     ``bound``: offer ``window_bytes_bound`` as ``bound`` times the bytes.
     ``input_indices``: return batches in input indices, oriented, as the GPU
     backend does (the engine must not orient them again). ``ran_event`` is
@@ -84,7 +85,7 @@ class Fake:
     cost_key = "fake"
 
     def __init__(self, tag, fail=None, delay=0.0, pipeline=False, budget=None, seed=0,
-                 input_indices=False, ran_event=None, hold=None, bound=None):
+                 input_indices=False, ran_event=None, hold=None, bound=None, by_cells=False):
         self.tag = tag
         self.ran_event = ran_event
         self.hold = hold
@@ -98,7 +99,7 @@ class Fake:
         if pipeline:
             self.run_windows = self._run_windows
         if budget is not None:
-            self.window_bytes = lambda job, w: w.pairs
+            self.window_bytes = lambda job, w: w.cells if by_cells else w.pairs
             self.device_budget = lambda: budget
         if bound is not None:
             self.window_bytes_bound = lambda job, w: int(w.pairs * bound)
@@ -713,17 +714,39 @@ def test_every_worker_failing_goes_to_the_fallback(tri):
     assert "cpu-fallback" in labels
 
 
-def test_blocks_no_device_holds_go_to_the_fallback(tri):
+def test_blocks_no_device_holds_are_halved_down_to_what_it_holds(tri):
+    """The device holds 100 "bytes" (= pairs): a 16 x 16 block of 256 pairs
+    never fits, nor a diagonal one of 120. They are halved, below a block,
+    until they fit: the device runs every pair, the CPU none."""
     job, ref = tri
     fb = Fake("fallback")
-    # the device holds 100 "bytes" (= pairs): 16 x 16 blocks of 256 pairs never fit,
-    # diagonal blocks of 120 pairs neither; smaller ones do
     dev = Fake("dev", budget=100)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CPUFallbackWarning)
+        batches = list(iter_windows(job, [dev], width=64, fallback=fb))
+    covered(job, batches)
+    assert all(w.pairs <= 100 for w in dev.ran) and not fb.ran
+    assert any(w.r1 - w.r0 < BLOCK and w.r1 != len(job.rows) for w in dev.ran)
+    assert sum(w.pairs for w in dev.ran) == len(ref)
+
+
+def test_pairs_no_device_holds_go_to_the_fallback(tri):
+    """The device's bytes are a window's cells: a pair of two of the
+    longest sequences does not fit even alone, and goes to the CPU, alone;
+    the rest runs on the device."""
+    job, ref = tri
+    fb = Fake("fallback")
+    lengths = job.rows.lengths
+    budget = int(lengths[0]) * int(lengths[3])  # a pair of the first three is over it
+    cells = np.multiply.outer(lengths, lengths)[np.triu_indices(len(lengths), 1)]
+    assert 3 <= (cells > budget).sum() < len(cells) // 10
+    dev = Fake("dev", budget=budget, by_cells=True)
     with pytest.warns(CPUFallbackWarning) as caught:
         batches = list(iter_windows(job, [dev], width=64, fallback=fb))
     covered(job, batches)
-    assert all(w.pairs <= 100 for w in dev.ran)
-    assert all(w.pairs > 100 for w in fb.ran) and fb.ran
+    assert all(w.cells <= budget for w in dev.ran)
+    assert fb.ran and all(w.pairs == 1 and w.cells > budget for w in fb.ran)
+    assert len(fb.ran) == (cells > budget).sum()
     assert sum(w.pairs for w in dev.ran + fb.ran) == len(ref)
     # the warning counts the pairs and the share of the cells that the CPU took
     fell = sum(w.pairs for w in fb.ran)
@@ -786,6 +809,32 @@ def test_halve_window_gives_two_pieces_of_every_pair_once():
     assert halved > 10
 
 
+def test_blocks_halved_down_to_single_pairs_keep_every_pair_once():
+    """Blocks (ragged ones, a triangle's diagonal ones) halved again and
+    again with ``cut=halves`` until they hold one pair (the engine cuts no
+    further): every piece holds pairs, and each pair of the block is
+    in exactly one of them."""
+    rng = np.random.default_rng(4)
+    rows = np.sort(rng.integers(5, 400, 45))[::-1]
+    cols = np.sort(rng.integers(5, 400, 37))[::-1]
+    cases = ([(rows, rows, w) for w in plan_windows(rows, None, BLOCK)]
+             + [(rows, cols, w) for w in plan_windows(rows, cols, BLOCK)]
+             + [(rows, cols, make_window(rows, cols, 3, 10, 20, 21, False))])
+    for r, c, w in cases:
+        pieces, todo = [], [w]
+        while todo:
+            x = todo.pop()
+            assert x.pairs > 0
+            if x.divisible:
+                todo += halve_window(x, r, c, cut=halves)
+            else:
+                pieces.append(x)
+        assert all(x.pairs == 1 for x in pieces) and len(pieces) == w.pairs
+        got = sorted(p for x in pieces for p in zip(*(a.tolist() for a in window_pairs(x))))
+        assert got == sorted(zip(*(a.tolist() for a in window_pairs(w))))
+        assert sum(x.cells for x in pieces) == w.cells
+
+
 @pytest.mark.parametrize("bound", [0.3, 1.5, 3.0])
 def test_windows_halved_to_fit_give_the_same_pairs_in_fewer_windows(tri, monkeypatch, bound):
     """With SPLIT_HALVES, a window over the device's budget is halved where
@@ -798,12 +847,12 @@ def test_windows_halved_to_fit_give_the_same_pairs_in_fewer_windows(tri, monkeyp
 
     job, ref = tri
     ran = {}
-    for halves in (False, True):
-        monkeypatch.setattr(engine, "SPLIT_HALVES", halves)
+    for halved in (False, True):
+        monkeypatch.setattr(engine, "SPLIT_HALVES", halved)
         dev = Fake("dev", budget=600, bound=bound, pipeline=True)
         same(run_job(job, dev, width=64), ref)
         assert dev.ran and all(w.pairs <= 600 for w in dev.ran)
-        ran[halves] = len(dev.ran)
+        ran[halved] = len(dev.ran)
     assert ran[True] < ran[False] if bound < 2 else ran[True] <= ran[False]
 
 

@@ -14,7 +14,7 @@ from typing import Callable, Iterable, Iterator
 import numpy as np
 
 from ..job import Job
-from ..pairs import DeviceOps, DevicePairBatch, PairBatch, _offsets
+from ..pairs import DeviceOps, DevicePairBatch, PairBatch, _offsets, pair_bytes
 from ..scheduler.devices import is_out_of_memory
 from ..scheduler.windows import BLOCK, Window
 from .conventions import MODES
@@ -843,9 +843,12 @@ class GPUBackend:
             return int(free + self.cp.get_default_memory_pool().free_bytes())
 
     def task_memory(self, job: Job) -> int:
-        """Device bytes of the largest 16 x 16 block of pairs."""
+        """Host bytes of the least work a window can hold, one pair of the
+        longest sequences: its results (``pair_bytes``). Its traceback is
+        the device's: the engine fits windows to the device's memory, down
+        to single pairs, and gives one that still does not fit to the CPU."""
         n, m = int(job.rows.lengths[0]), int(job.col_set.lengths[0])
-        return BLOCK * BLOCK * _pairs_bytes(job.traceback, n, m, 1)
+        return pair_bytes(job.traceback, n, m)
 
     def fit_memory(self, job: Job, budget: int) -> int:
         return 0

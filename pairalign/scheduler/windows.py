@@ -8,6 +8,7 @@ triangle, only the pairs ``row < col`` (sorted positions) belong to it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -37,6 +38,12 @@ class Window:
         """Whether :func:`split_window` can cut it: more than one block of
         rows or of columns."""
         return self.r1 - self.r0 > BLOCK or self.c1 - self.c0 > BLOCK
+
+    @property
+    def divisible(self) -> bool:
+        """Whether it holds more than one pair: :func:`halve_window` with
+        ``cut=`` :func:`halves` cuts one of a block or less."""
+        return self.pairs > 1
 
 
 def length_order(lengths: np.ndarray) -> np.ndarray:
@@ -84,6 +91,9 @@ def make_window(rows: np.ndarray, cols: np.ndarray, r0: int, r1: int, c0: int, c
     return Window(r0, r1, c0, c1, triangle, pairs, cells)
 
 
+Cut = Callable[[int, int], list[tuple[int, int]]]
+
+
 def _cut(lo: int, hi: int) -> list[tuple[int, int]]:
     """``[lo, hi)`` in two halves rounded to multiples of :data:`BLOCK` (one
     piece if it is a block or less)."""
@@ -93,11 +103,22 @@ def _cut(lo: int, hi: int) -> list[tuple[int, int]]:
     return [(lo, mid), (mid, hi)]
 
 
-def split_window(w: Window, rows: np.ndarray, cols: np.ndarray) -> list[Window]:
-    """Quarter a window (halves rounded to multiples of :data:`BLOCK`)."""
+def halves(lo: int, hi: int) -> list[tuple[int, int]]:
+    """``[lo, hi)`` in two halves of any size (one piece if it is one position):
+    the cut of a block whose pairs a device cannot hold at once (long reads)."""
+    if hi - lo <= 1:
+        return [(lo, hi)]
+    mid = lo + (hi - lo) // 2
+    return [(lo, mid), (mid, hi)]
+
+
+def split_window(w: Window, rows: np.ndarray, cols: np.ndarray,
+                 cut: Cut = _cut) -> list[Window]:
+    """Quarter a window (halves rounded to multiples of :data:`BLOCK`, or as
+    ``cut`` makes them)."""
     out = []
-    for r0, r1 in _cut(w.r0, w.r1):
-        for c0, c1 in _cut(w.c0, w.c1):
+    for r0, r1 in cut(w.r0, w.r1):
+        for c0, c1 in cut(w.c0, w.c1):
             if w.triangle and c1 <= r0 + 1:
                 continue
             sub = make_window(rows, cols, r0, r1, c0, c1, w.triangle)
@@ -106,11 +127,12 @@ def split_window(w: Window, rows: np.ndarray, cols: np.ndarray) -> list[Window]:
     return out
 
 
-def halve_window(w: Window, rows: np.ndarray, cols: np.ndarray) -> list[Window]:
+def halve_window(w: Window, rows: np.ndarray, cols: np.ndarray,
+                 cut: Cut = _cut) -> list[Window]:
     """Halve a window across its longer side (rows where it is square), the
-    halves rounded to multiples of :data:`BLOCK`. A triangle's diagonal
-    window, whose halves would not be triangles, is quartered
-    (:func:`split_window`).
+    halves rounded to multiples of :data:`BLOCK` (or as ``cut`` makes them:
+    :func:`halves` cuts a block). A triangle's diagonal window, whose halves
+    would not be triangles, is quartered (:func:`split_window`).
 
     >>> import numpy as np
     >>> lengths = np.full(64, 10)
@@ -119,12 +141,12 @@ def halve_window(w: Window, rows: np.ndarray, cols: np.ndarray) -> list[Window]:
     [(0, 16, 32, 64), (16, 32, 32, 64)]
     """
     if w.triangle and w.c0 == w.r0:
-        return split_window(w, rows, cols)
+        return split_window(w, rows, cols, cut)
     if w.r1 - w.r0 >= w.c1 - w.c0:
         return [make_window(rows, cols, r0, r1, w.c0, w.c1, w.triangle)
-                for r0, r1 in _cut(w.r0, w.r1)]
+                for r0, r1 in cut(w.r0, w.r1)]
     return [make_window(rows, cols, w.r0, w.r1, c0, c1, w.triangle)
-            for c0, c1 in _cut(w.c0, w.c1)]
+            for c0, c1 in cut(w.c0, w.c1)]
 
 
 def _diagonal_work(lengths: np.ndarray) -> tuple[int, int]:
