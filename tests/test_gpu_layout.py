@@ -412,6 +412,30 @@ def test_slots_planned_from_windows_fitted_by_their_bound():
     assert floor == max(exact.values())
 
 
+@pytest.mark.parametrize("share", [2, 8])
+def test_slots_hold_every_window_where_the_largest_are_split(share):
+    """A job whose one window is over the device's budget (a ``share`` of
+    it: the engine splits it by its bound, and its launches by their exact
+    sizes): the stream slots are as large as the budget, so that no piece
+    grows its slot (each growth waits for its stream and maps new memory;
+    long reads' runs grew theirs at nearly every launch)."""
+    from pairalign.engine import prepare_work, window_width
+    from pairalign.scheduler.plan import DEFAULT_MAX_MEMORY
+    from pairalign.scheduler.windows import plan_windows
+
+    job, be = long_read_job(60, 5_000, 12_000, seed=1)
+    (window,) = plan_windows(job.rows.lengths, None, window_width(job, be, DEFAULT_MAX_MEMORY))
+    budget = be.window_bytes(job, window) // share
+    be._plans = {}
+    be.device_budget = lambda: budget
+    work = prepare_work(job, [be])
+    floor = be._job_slot_bytes(job)
+    pieces = [w for ws in work.pieces for w in ws]
+    assert len(pieces) >= share
+    assert all(be.window_bytes(job, w) <= floor for w in pieces)
+    assert floor == budget
+
+
 @pytest.mark.parametrize("traceback", [True, False])
 def test_windows_far_over_budget_split_by_their_bound(monkeypatch, traceback):
     """Windows whose size bound is over BOUND_SPLIT_FACTOR budgets are split
@@ -444,6 +468,22 @@ def test_windows_far_over_budget_split_by_their_bound(monkeypatch, traceback):
     assert planned[engine.BOUND_SPLIT_FACTOR] < planned[float("inf")]
 
 
+def long_read_job(count: int, lo: int, hi: int, seed: int):
+    """A semiglobal job with traceback of ``count`` DNA reads of ``lo`` to
+    ``hi`` bp cut from one random genome, and a GPU backend made without a
+    device."""
+    from pairalign.job import Job, SortedSet
+    from pairalign.scoring import Scoring
+
+    rng = np.random.default_rng(seed)
+    genome = "".join(rng.choice(list("ACGT"), 40_000))
+    reads = [genome[k:k + n] for k, n in zip(rng.integers(0, 40_000 - hi, count),
+                                             rng.integers(lo, hi, count))]
+    scoring = Scoring.create("dna")
+    return (Job("semiglobal", scoring, True, SortedSet.encode(reads, scoring)),
+            GPUBackend.planner())
+
+
 def test_long_reads_fit_a_device_below_a_block():
     """Reads whose 16 x 16 pairs' traceback outgrows the device (here, a
     budget of 3 pairs' bytes): the default --max-memory, a host budget, lets
@@ -451,19 +491,11 @@ def test_long_reads_fit_a_device_below_a_block():
     the block is halved below 16 x 16 down to windows that the device holds,
     each pair once, none left to the CPU."""
     from pairalign.engine import fit_window, window_width
-    from pairalign.job import Job, SortedSet
     from pairalign.pairs import pair_bytes
     from pairalign.scheduler.plan import DEFAULT_MAX_MEMORY
     from pairalign.scheduler.windows import plan_windows
-    from pairalign.scoring import Scoring
 
-    rng = np.random.default_rng(8)
-    genome = "".join(rng.choice(list("ACGT"), 40_000))
-    reads = [genome[k:k + n] for k, n in zip(rng.integers(0, 20_000, 12),
-                                             rng.integers(9_000, 20_000, 12))]
-    scoring = Scoring.create("dna")
-    job = Job("semiglobal", scoring, True, SortedSet.encode(reads, scoring))
-    be = GPUBackend.planner()
+    job, be = long_read_job(12, 9_000, 20_000, seed=8)
     n = int(job.rows.lengths[0])
     assert be.task_memory(job) == pair_bytes(True, n, n) < DEFAULT_MAX_MEMORY
     width = window_width(job, be, DEFAULT_MAX_MEMORY)

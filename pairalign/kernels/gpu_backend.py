@@ -1019,7 +1019,11 @@ class GPUBackend:
         of it. Windows fitted by :meth:`window_bytes_bound` are planned here,
         largest bound first, up to :data:`SLOT_PLANS` of them and while one
         could be larger than the largest found; a window larger still grows
-        its slot."""
+        its slot. Where one of them is over the budget (a window that its
+        launch will split, whose pieces come up to the budget), the slot is
+        the budget: long reads' windows were all such, and every one of
+        their launches grew its slot (13 growths in 27 windows, each waiting
+        for its stream and mapping new memory)."""
         if self._slot_floor[0] is not job:
             budget = self.device_budget()
             plans = self._job_plans(job)
@@ -1030,13 +1034,16 @@ class GPUBackend:
             # (their launches take the plans), while one could hold more
             bounds = sorted(((b, w) for w, b in plans["sizes"].items() if w not in exact),
                             key=lambda x: x[0], reverse=True)
+            split = False
             for b, w in bounds[:SLOT_PLANS]:
                 if b <= best:
                     break
                 size = self.window_bytes(job, w)
                 if size <= budget:
                     best = max(best, size)
-            if best >= SLOT_WHOLE_BUDGET * budget:
+                else:
+                    split = True
+            if split or best >= SLOT_WHOLE_BUDGET * budget:
                 best = budget
             self._slot_floor = (job, best)
         return self._slot_floor[1]
