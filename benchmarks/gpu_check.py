@@ -4,8 +4,9 @@
     python benchmarks/gpu_check.py --several [--tests-only] [scaling args...]
 
 Arguments it does not know go to ``benchmarks/gpu.py`` (``--cells 1e13
---tb-cells 1e13``, ...). The whole GPU suite takes 420-520 s on an H100 and
-a device call at most 600 s: ``--part K/N`` runs the K-th of N parts of it
+--tb-cells 1e13``, ...). The whole GPU suite took 440 s on an H100 whose
+kernel cache was empty (v55, before test_warm.py joined it, ~125 s more),
+and a device call takes at most 600 s: ``--part K/N`` runs the K-th of N parts of it
 (the collected tests dealt round-robin, so that each part holds some of every
 parametrized test), and ``--tests-only`` skips the benchmark.
 
@@ -25,8 +26,10 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-#: The test files of the GPU (the device has no Biopython or hypothesis for the rest).
-GPU_TESTS = ("test_gpu_bounded.py", "test_gpu.py")
+#: The test files of the GPU (the device has no Biopython or hypothesis for the
+#: rest); test_warm.py runs ``pairalign warm`` with empty caches of its own
+#: (about 65 s for the GPU's on an H100, 60 s for the CPU's).
+GPU_TESTS = ("test_gpu_bounded.py", "test_gpu.py", "test_warm.py")
 #: jaxtyping's pytest plugin, where the device's Python has it, is not ours to load.
 PYTEST = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:jaxtyping",
           "-o", "addopts="]
