@@ -4,9 +4,9 @@
     python benchmarks/gpu_check.py --several [--tests-only] [scaling args...]
 
 Arguments it does not know go to ``benchmarks/gpu.py`` (``--cells 1e13
---tb-cells 1e13``, ...). The whole GPU suite took 440 s on an H100 whose
-kernel cache was empty (v55, before test_warm.py joined it, ~125 s more),
-and a device call takes at most 600 s: ``--part K/N`` runs the K-th of N parts of it
+--tb-cells 1e13``, ...). The whole GPU suite took 510 s on an H100 whose
+kernel cache was empty (v55, test_warm.py's ~125 s included), and a device
+call takes at most 600 s: ``--part K/N`` runs the K-th of N parts of it
 (the collected tests dealt round-robin, so that each part holds some of every
 parametrized test), and ``--tests-only`` skips the benchmark.
 
