@@ -8,7 +8,7 @@ every query against every target, or one pair.
 from .api import (align_all, align_many, align_pair, iter_all, iter_many, load,
                   make_scoring)
 from .errors import (CPUFallbackWarning, DeviceError, DeviceErrorWarning, InputError,
-                     OptionError, PairAlignError)
+                     MemoryBudgetWarning, OptionError, PairAlignError, PairAlignWarning)
 from .results import AlignmentResult, PairAlignment
 from .scoring import Scoring
 from .sequences import SequenceRecords, read_sequences
@@ -18,4 +18,5 @@ __version__ = "0.1.0"
 __all__ = ["align_all", "iter_all", "align_many", "iter_many", "align_pair", "load",
            "make_scoring", "AlignmentResult", "PairAlignment", "Scoring", "SequenceRecords",
            "read_sequences", "InputError", "OptionError", "PairAlignError",
-           "DeviceError", "DeviceErrorWarning", "CPUFallbackWarning", "__version__"]
+           "DeviceError", "PairAlignWarning", "DeviceErrorWarning", "CPUFallbackWarning",
+           "MemoryBudgetWarning", "__version__"]

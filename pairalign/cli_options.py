@@ -33,7 +33,7 @@ import click
 
 from .backends import start_cuda
 from .engine import _NUMBA, parse_memory
-from .errors import CPUFallbackWarning, DeviceError, DeviceErrorWarning, PairAlignError
+from .errors import DeviceError, PairAlignError, PairAlignWarning
 from .kernels.conventions import MODES
 from .scoring import DNA_DEFAULTS, MATRIX_NAMES, PROTEIN_DEFAULTS
 
@@ -183,9 +183,9 @@ def handle_errors(f: Callable) -> Callable:
     :func:`~pairalign.output.atomic_output` among them, have cleaned up); a
     broken pipe on stdout exits 141 without a word; ``MemoryError`` and other
     ``OSError`` (disk full) one line and status 2 and 1. Other exceptions are
-    bugs and keep their traceback. A :class:`~pairalign.errors.DeviceErrorWarning`
-    or :class:`~pairalign.errors.CPUFallbackWarning` is one line ``pairalign:
-    warning: <message>``. numba starts first
+    bugs and keep their traceback. A :class:`~pairalign.errors.PairAlignWarning`
+    (a device's errors, a CPU fallback, a memory budget that holds fewer
+    threads) is one line ``pairalign: warning: <message>``. numba starts first
     (:func:`start_numba`); for a run that may use a GPU, the CUDA driver
     starts on a thread (:func:`~pairalign.backends.start_cuda`) and numba
     once the run needs it (:func:`start_numba_when_needed`).
@@ -202,7 +202,7 @@ def handle_errors(f: Callable) -> Callable:
                 shown = warnings.showwarning
 
                 def show(message, category, *where, **kw):
-                    if issubclass(category, (DeviceErrorWarning, CPUFallbackWarning)):  # ours
+                    if issubclass(category, PairAlignWarning):  # ours
                         say(f"warning: {message}")
                     else:
                         shown(message, category, *where, **kw)

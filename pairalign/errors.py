@@ -72,14 +72,27 @@ class DeviceError(PairAlignError, RuntimeError):
     options (the command line exits with status 1)."""
 
 
-class DeviceErrorWarning(RuntimeWarning):
+class PairAlignWarning(RuntimeWarning):
+    """Base class of pairalign's warnings: the results are complete and
+    exact, but the run was slower than it could be (the command line shows
+    each as one line ``pairalign: warning: ...``)."""
+
+
+class DeviceErrorWarning(PairAlignWarning):
     """Windows failed on a device with an error other than running out of memory
     and ran again (on another device or the CPU): the results are complete and
     exact, but the device may be faulty and the run slower than it should be."""
 
 
-class CPUFallbackWarning(RuntimeWarning):
+class CPUFallbackWarning(PairAlignWarning):
     """Some windows of a device run ran on the CPU instead (blocks of pairs too
     large for the devices' memory, or windows that failed on every device):
     the results are complete and exact, but those pairs were aligned at CPU
     speed."""
+
+
+class MemoryBudgetWarning(PairAlignWarning):
+    """The memory budget (``max_memory``, ``--max-memory``) holds the working
+    buffers of fewer CPU threads than the run may use (long sequences with
+    traceback: a CPU task holds its lanes' traceback at once), so it runs
+    on fewer threads."""

@@ -10,6 +10,7 @@ import sys
 from fractions import Fraction
 from pathlib import Path
 
+import numba
 import numpy as np
 import pytest
 from click.testing import CliRunner
@@ -408,7 +409,8 @@ def test_exit_now_leaves_a_dask_client_its_normal_exit(monkeypatch):
     assert exited.value.code == 4
 
 
-@pytest.mark.parametrize("category", ["DeviceErrorWarning", "CPUFallbackWarning"])
+@pytest.mark.parametrize("category", ["DeviceErrorWarning", "CPUFallbackWarning",
+                                      "MemoryBudgetWarning"])
 def test_device_warnings_are_one_line(capsys, category):
     """Windows retried after a device error, or run on the CPU: one line on
     stderr, the run goes on; other warnings are shown as Python shows them."""
@@ -428,6 +430,34 @@ def test_device_warnings_are_one_line(capsys, category):
     err = capsys.readouterr().err
     assert err == ("pairalign: warning: 3 window(s) failed and ran again elsewhere; "
                    "the first error ...\n")
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
+def test_a_budget_that_holds_fewer_threads_says_so(tmp_path):
+    """Long reads with traceback: a CPU thread's task holds its lanes'
+    traceback at once, and a --max-memory that holds one thread's of the two
+    asked for runs one, says so in one line, and writes what two write."""
+    from pairalign.job import Job, SortedSet
+    from pairalign.kernels.cpu_backend import CPUBackend
+    from pairalign.scoring import Scoring
+
+    rng = np.random.default_rng(6)
+    reads = ["".join(rng.choice(list("ACGT"), n)) for n in (1_500, 1_400, 1_300, 900)]
+    fa = tmp_path / "reads.fa"
+    fa.write_text("".join(f">r{k}\n{r}\n" for k, r in enumerate(reads)))
+    dna = Scoring.create("dna")
+    per = CPUBackend().task_memory(Job("local", dna, True, SortedSet.encode(reads, dna)))
+    budget = per * 3 // 2
+    res = ok("all-vs-all", fa, "-o", tmp_path / "one.tsv", "--backend", "cpu",
+             "--threads", 2, "--max-memory", budget, "-q")
+    assert res.stderr == (f"pairalign: warning: the memory budget of {budget / 2**20:.0f} "
+                          f"MiB (--max-memory) holds the working buffers of 1 of 2 CPU "
+                          f"threads for sequences of 1500 x 1500 ({per / 2**20:.0f} MiB a "
+                          f"thread): a larger budget runs more threads\n")
+    two = ok("all-vs-all", fa, "-o", tmp_path / "two.tsv", "--backend", "cpu", "--threads", 2,
+             "-q")
+    assert two.stderr == ""
+    assert (tmp_path / "one.tsv").read_text() == (tmp_path / "two.tsv").read_text()
 
 
 def _fresh_python(*lines: str) -> list[str]:

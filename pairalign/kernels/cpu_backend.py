@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numba
 import numpy as np
 
+from ..errors import MemoryBudgetWarning
 from ..job import Job
 from ..pairs import PairBatch, compact_ops
 from ..scheduler.windows import Window, window_pairs
@@ -38,9 +41,18 @@ class CPUBackend:
         return (n * m * lanes // 2 if job.traceback else 0) + 8 * (m + 1) * lanes
 
     def fit_memory(self, job: Job, budget: int) -> int:
-        """Run no more threads than the budget holds tasks; returns their bytes."""
+        """Run no more threads than the budget holds tasks; returns their bytes.
+        Fewer threads than before is a :class:`~pairalign.errors.MemoryBudgetWarning`."""
         per_task = self.task_memory(job)
-        self.threads = max(1, min(self.threads, budget // max(per_task, 1)))
+        threads = max(1, min(self.threads, budget // max(per_task, 1)))
+        if threads < self.threads:
+            n, m = int(job.rows.lengths[0]), int(job.col_set.lengths[0])
+            warnings.warn(
+                f"the memory budget of {budget / 2**20:.0f} MiB (--max-memory) holds "
+                f"the working buffers of {threads} of {self.threads} CPU threads for "
+                f"sequences of {n} x {m} ({per_task / 2**20:.0f} MiB a thread): "
+                f"a larger budget runs more threads", MemoryBudgetWarning, stacklevel=2)
+        self.threads = threads
         return self.threads * per_task
 
     def prepare(self, job: Job) -> dict:
