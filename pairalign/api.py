@@ -144,7 +144,10 @@ def align_all(
         GPU ordinals to use (every visible one by default), one worker each,
         taking windows in LPT order; the output is the same on any number.
     max_memory : int or str
-        Budget for working buffers, e.g. ``"4G"``.
+        Budget for the host's working buffers, e.g. ``"4G"``: the CPU's
+        threads' traceback among them (fewer threads where it holds fewer:
+        :class:`~pairalign.errors.MemoryBudgetWarning`). A GPU's windows
+        follow its own free memory.
     window : int, optional
         Window width (a multiple of 16); sized from ``max_memory`` by default.
     progress : callable, optional

@@ -359,7 +359,9 @@ def run_options(f: Callable | None = None):
                           "order. [default: every visible one]"),
         click.option("--max-memory", metavar="SIZE", default="4G", show_default=True,
                      callback=_memory,
-                     help="Budget for working buffers, e.g. 512M, 8G."),
+                     help="Budget for the host's working buffers, e.g. 512M, 8G (the "
+                          "CPU threads' traceback among them; a GPU's windows follow its "
+                          "own free memory)."),
         click.option("--window", type=int, default=None, callback=_window,
                      help="Window width in pairs, a multiple of 16. "
                           "[default: sized from --max-memory]"),
