@@ -1177,7 +1177,9 @@ class _LocalRun:
 def _failure_kind(exc: BaseException, window: Window | None = None) -> str:
     """``"oom"`` when the window was too large (it gets split), else ``"error"``.
 
-    Out of memory on a 16 x 16 block, which cannot be split, counts as an error.
+    Out of memory on a 16 x 16 block, which a failure does not split
+    (:func:`~.scheduler.windows.split_window`; windows are fitted below a
+    block before they launch), counts as an error.
     """
     if window is not None and not window.splittable:
         return "error"

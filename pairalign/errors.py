@@ -85,8 +85,8 @@ class DeviceErrorWarning(PairAlignWarning):
 
 
 class CPUFallbackWarning(PairAlignWarning):
-    """Some windows of a device run ran on the CPU instead (blocks of pairs too
-    large for the devices' memory, or windows that failed on every device):
+    """Some windows of a device run ran on the CPU instead (pairs too large
+    for the devices' memory even alone, or windows that failed on every device):
     the results are complete and exact, but those pairs were aligned at CPU
     speed."""
 

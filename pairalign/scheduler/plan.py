@@ -121,7 +121,7 @@ def plan(job: Job, backend, max_memory: int = DEFAULT_MAX_MEMORY, width: int | N
         if t is not None:
             dp.predicted_s = (dp.predicted_s or 0.0) + t
     if on_cpu:
-        cpu = DevicePlan("cpu-fallback", "cpu fallback: blocks too large for the device")
+        cpu = DevicePlan("cpu-fallback", "cpu fallback: pairs too large for the device")
         for rank, w in on_cpu:
             out.append(PlanWindow(rank, w, "cpu-fallback", 0, None))
             cpu.windows += 1
