@@ -54,6 +54,19 @@ def gpu_available() -> bool:
         return False
 
 
+def backend_name(name: str = "auto") -> str:
+    """The backend that ``name`` takes, ``"cpu"`` or ``"gpu"`` (``auto``: the
+    GPU where CuPy sees one); an :class:`OptionError` for an unknown name, or
+    for ``gpu`` where CuPy sees no device."""
+    if name not in BACKENDS:
+        raise OptionError(f"unknown backend {name!r}: expected one of {', '.join(BACKENDS)}")
+    if name == "auto":
+        return "gpu" if gpu_available() else "cpu"
+    if name == "gpu" and not gpu_available():
+        raise OptionError("backend 'gpu' asked for, but CuPy sees no CUDA device")
+    return name
+
+
 def get_backend(name: str = "auto", threads: int | None = None,
                 devices: Sequence[int] | None = None):
     """A backend instance by name.
@@ -69,13 +82,7 @@ def get_backend(name: str = "auto", threads: int | None = None,
         several, the engine runs one worker per device (each its own
         ``GPUBackend(devices=[d])``), taking windows in LPT order.
     """
-    if name not in BACKENDS:
-        raise OptionError(f"unknown backend {name!r}: expected one of {', '.join(BACKENDS)}")
-    if name == "auto":
-        name = "gpu" if gpu_available() else "cpu"
-    if name == "gpu":
-        if not gpu_available():
-            raise OptionError("backend 'gpu' asked for, but CuPy sees no CUDA device")
+    if backend_name(name) == "gpu":
         from .kernels.gpu_backend import GPUBackend
 
         return GPUBackend(devices=_gpu_devices(devices))

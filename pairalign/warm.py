@@ -18,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import OptionError
 from .kernels.conventions import MODES
 
 #: Sequences long enough that their scores need 32 bits (the kernels' other width).
@@ -112,14 +111,10 @@ def warm(backend: str = "auto") -> WarmReport:
     """
     from numba.core import event
 
-    from .backends import BACKENDS, gpu_available
+    from .backends import backend_name
     from .cli import main
 
-    if backend not in BACKENDS:
-        raise OptionError(f"unknown backend {backend!r}: expected one of {', '.join(BACKENDS)}")
-    if backend == "gpu" and not gpu_available():
-        raise OptionError("backend 'gpu' asked for, but CuPy sees no CUDA device")
-    name = "gpu" if backend == "gpu" or (backend == "auto" and gpu_available()) else "cpu"
+    name = backend_name(backend)
     t = time.perf_counter()
     with event.install_recorder("numba:compile") as recorder, \
             tempfile.TemporaryDirectory(prefix="pairalign-warm-") as tmp:
