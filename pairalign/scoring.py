@@ -138,13 +138,26 @@ class Scoring:
         return int(np.abs(self.matrix).max())
 
     def score_bound(self, n: int, m: int) -> int:
-        """An upper bound on ``|H|`` for any cell of an ``n x m`` alignment."""
-        return (self.max_abs_score * np.minimum(n, m) + 2 * self.gap_open
-                + self.gap_extend * (n + m))
+        """An upper bound on ``|H|`` for any cell of an ``n x m`` alignment.
+
+        From above, a path to cell ``(i, j)`` holds at most ``min(i, j)``
+        aligned pairs and gaps cost: ``H <= max(0, best score) * min(n, m)``.
+        From below, ``H`` is the best of all paths, so at least the score of
+        the path of two gaps (global mode; the other modes' free starts only
+        raise it): ``H >= -(2 * gap_open + gap_extend * (n + m))``. A pair
+        shorter than its lane's neighbour (a couple, a CPU task) runs on past
+        its end in padding, where the values fall by at most that neighbour's
+        longer gap, which its own bound covers.
+        """
+        best = max(int(self.matrix.max()), 0)
+        return np.maximum(best * np.minimum(n, m),
+                          2 * self.gap_open + self.gap_extend * (n + m))
 
     def _bound_with_gap(self, n, m):
-        """:meth:`score_bound` with room for a gap more."""
-        return self.score_bound(n, m) + self.gap_open + self.gap_extend
+        """:meth:`score_bound` with room for a gap and an aligned pair more
+        (the terms a cell adds to its neighbours' values before the max)."""
+        return (self.score_bound(n, m) + self.gap_open + self.gap_extend
+                + self.max_abs_score)
 
     def fits_int16(self, n, m):
         """Whether every score of ``n x m`` alignments fits 16 bits (with room for

@@ -52,6 +52,30 @@ def assert_same_pairs(got, want) -> None:
 DNA_MM_LETTERS = "ACGTRYKMSWBDHVN"
 
 
+def int16_edge(scoring, other=None) -> int:
+    """The longest ``n`` whose ``n x other`` alignments still take 16 bits
+    (``other=None``: ``n x n``), as the scoring's own rule decides."""
+    from pairalign.scoring import INT16_LIMIT
+
+    n = np.arange(1, INT16_LIMIT)
+    fits = scoring.fits_int16(n, n if other is None else other)
+    return int(n[fits].max())
+
+
+def int16_edge_sequences(scoring) -> list[str]:
+    """Pairs at the 16-bit bound from both sides, for the 16-bit paths:
+    poly-W of the longest equal length that fits (a score within ~30 of
+    ``INT16_LIMIT`` from above), a half-W neighbour and a mismatched one; and
+    the longest query that fits against 6 residues (global score near
+    ``-INT16_LIMIT``: every residue of it in gaps but 6) beside short ones."""
+    w = int16_edge(scoring)
+    far = int16_edge(scoring, 6)
+    rng = np.random.default_rng(21)
+    return ["W" * w, "W" * w, "W" * (w // 2) + "C" * (w - w // 2), "C" * (w - 50),
+            "W" * 700, "CW" * 300, "".join(rng.choice(list(AMINO), far)), "WCWCWC",
+            "".join(rng.choice(list(AMINO), 6)), "CCCCCC"]
+
+
 # ---------------------------------------------------------------------------------
 # data
 # ---------------------------------------------------------------------------------

@@ -11,8 +11,9 @@ import pairalign
 from pairalign import engine
 from pairalign.backends import gpu_available, gpu_count
 from pairalign.kernels import gpu_backend
+from pairalign.scoring import INT16_LIMIT, Scoring
 
-from conftest import AMINO, assert_same_pairs
+from conftest import AMINO, assert_same_pairs, int16_edge, int16_edge_sequences
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not gpu_available(), reason="CuPy sees no CUDA device")]
@@ -93,7 +94,6 @@ def test_long_reads(monkeypatch, budget_pairs):
     if budget_pairs:
         from pairalign.job import Job, SortedSet
         from pairalign.scheduler.windows import make_window
-        from pairalign.scoring import Scoring
 
         dna = Scoring.create("dna")
         job = Job("semiglobal", dna, True, SortedSet.encode(reads, dna))
@@ -437,7 +437,6 @@ def test_slots_reserved_at_the_job_start(data_dir, monkeypatch, mode, reserve):
     from pairalign.engine import run_job
     from pairalign.job import Job, SortedSet
     from pairalign.kernels.cpu_backend import CPUBackend
-    from pairalign.scoring import Scoring
 
     recs = pairalign.read_sequences(data_dir / "adeno_fiber.faa")
     sc = Scoring.create("protein")
@@ -912,15 +911,40 @@ def test_query_target_rectangle(data_dir):
 @pytest.mark.parametrize("mode", ["global", "semiglobal", "local"])
 @pytest.mark.parametrize("traceback", [True, False])
 def test_packed_near_16_bit_limit(monkeypatch, mode, traceback):
-    """Two pairs per warp in 16-bit halves with scores close to the 16-bit bound
-    (12,650 of poly-W) beside a shorter target: exact, as on the CPU (with
-    traceback, the origins come from differences of scores: 16 bits hold them)."""
+    """Two pairs per warp in 16-bit halves with scores at the 16-bit bound from
+    both sides (conftest's ``int16_edge_sequences``: poly-W's self score
+    within 30 of it, a global score near its negative) beside shorter
+    targets: exact, as on the CPU (with traceback, the origins come from
+    differences of scores: 16 bits hold them)."""
     monkeypatch.setattr(gpu_backend, "WIDE_STEPS_SCORE_ONLY", 0)
     monkeypatch.setattr(gpu_backend, "WIDE_STEPS", 0)
-    w = "W" * 1150
-    seqs = [w, w, "W" * 575 + "C" * 575, "C" * 1100, "W" * 700, "CW" * 300]
+    scoring = Scoring.create("protein")
+    seqs = int16_edge_sequences(scoring)
     cpu, gpu = both(seqs, mode=mode, traceback=traceback)
-    assert gpu.scores[0, 1] == 12650
+    assert gpu.scores[0, 1] == len(seqs[0]) * scoring.score("W", "W")
+    if mode == "global":
+        assert gpu.scores.min() < -(INT16_LIMIT - 100)
+    assert_same(cpu, gpu)
+
+
+@pytest.mark.parametrize("mode", ["global", "semiglobal", "local"])
+@pytest.mark.parametrize("traceback", [True, False])
+def test_packed_dna_at_16_bit_edge(monkeypatch, mode, traceback):
+    """DNA reads (2/-3, gaps 5/2) of the longest length that takes 16 bits,
+    identical, 10% mutated and unrelated, and a read at the edge against 20
+    bases, all two a warp in 16-bit halves: the CPU's results."""
+    monkeypatch.setattr(gpu_backend, "WIDE_STEPS_SCORE_ONLY", 0)
+    monkeypatch.setattr(gpu_backend, "WIDE_STEPS", 0)
+    scoring = Scoring.create("dna")
+    w, far = int16_edge(scoring), int16_edge(scoring, 20)
+    rng = np.random.default_rng(9)
+    read = rng.choice(list("ACGT"), w)
+    mutated = np.where(rng.random(w) < 0.1, rng.choice(list("ACGT"), w), read)
+    seqs = ["".join(read), "".join(read), "".join(mutated),
+            "".join(rng.choice(list("ACGT"), w - 9)), "".join(rng.choice(list("ACGT"), far))]
+    seqs += ["".join(rng.choice(list("ACGT"), 20)) for _ in range(5)]
+    cpu, gpu = both(seqs, mode=mode, traceback=traceback)
+    assert gpu.scores[0, 1] == 2 * w
     assert_same(cpu, gpu)
 
 
@@ -933,7 +957,6 @@ def test_layout_kernel_expands_the_plan(triangle, traceback):
     from pairalign.job import Job, SortedSet
     from pairalign.kernels.gpu_layout import JobLengths, expand
     from pairalign.scheduler.windows import plan_windows
-    from pairalign.scoring import Scoring
 
     rng = np.random.default_rng(4)
     scoring = Scoring.create("protein")
@@ -980,7 +1003,6 @@ def test_run_left_early_then_again(data_dir):
     from pairalign.job import Job, SortedSet
     from pairalign.kernels.cpu_backend import CPUBackend
     from pairalign.scheduler.windows import plan_windows
-    from pairalign.scoring import Scoring
 
     recs = pairalign.read_sequences(data_dir / "adeno_fiber.faa")
     sc = Scoring.create("protein")
@@ -1084,8 +1106,7 @@ def test_checkpointed_traceback(data_dir, monkeypatch, case):
         kw = dict(matrix="BLOSUM45", gap_open=15, gap_extend=2, window=16)
     elif case == "16-bit limit":
         monkeypatch.setattr(gpu_backend, "WIDE_STEPS", 0)
-        seqs = ["W" * 1150, "W" * 1150, "W" * 575 + "C" * 575, "C" * 1100, "W" * 700,
-                "CW" * 300]
+        seqs = int16_edge_sequences(Scoring.create("protein"))
     elif case == "genes":
         seqs = pairalign.read_sequences(data_dir / "genes_CP040672.fna").sequences[:40]
     elif case == "columns":

@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 import pairalign
 from pairalign.kernels.conventions import OP_ALIGNED, OP_DEL, OP_INS
 from pairalign.pairs import PairBatch
+from pairalign.scoring import Scoring
 
-from conftest import FIELDS, sample_indices
+from conftest import FIELDS, int16_edge, sample_indices
 
 MODES = ("global", "semiglobal", "local")
 CONFIGS = [
@@ -41,10 +42,12 @@ def seqs(records):
     rng = np.random.default_rng(5)
     pick = [short[k] for k in sample_indices(len(short), 44, 5)]
     out = [recs.sequences[k] for k in pick]
-    # two long proteins (1,337 and 1,375 aa: the pair of them needs 32 bits)
+    # the two shortest proteins past the 16-bit edge (1,600 and 1,629 aa: the
+    # pair of them needs 32 bits)
     longest = np.argsort(-lengths, kind="stable")
-    long1, long2 = recs.sequences[int(longest[11])], recs.sequences[int(longest[10])]
-    assert min(len(long1), len(long2)) > 1300
+    past = longest[lengths[longest] > int16_edge(Scoring.create("protein"))]
+    long1, long2 = recs.sequences[int(past[-1])], recs.sequences[int(past[-2])]
+    assert Scoring.create("protein").score_dtype(len(long1), len(long2)) == np.int32
     out.insert(7, long1)
     out.insert(30, long2)
     # identical duplicates and equal-length distinct sequences (ties in the sort)

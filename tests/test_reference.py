@@ -26,7 +26,8 @@ import pairalign
 from pairalign.cigar import rescore
 from pairalign.scoring import INT16_LIMIT, MATRIX_NAMES, Scoring
 
-from conftest import AMINO, result_parasail_scores, sample_indices
+from conftest import (AMINO, int16_edge, int16_edge_sequences, result_parasail_scores,
+                      sample_indices)
 
 parasail = pytest.importorskip("parasail")
 
@@ -436,16 +437,98 @@ def _mutate(seq: str, rate: float, seed: int) -> str:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_int16_near_limit(mode, parasail_ref, check_result):
-    """Scores close to the 16-bit bound stay exact on the 16-bit path."""
-    w = "W" * 1150
+    """Scores at the 16-bit bound stay exact on the 16-bit path: poly-W of the
+    longest length that takes 16 bits (its self score within 30 of the
+    bound), and, against short targets alone (the CPU's 16-bit tasks), the
+    longest query that takes 16 bits against 6 residues (global: a score
+    near -INT16_LIMIT)."""
     sc = Scoring.create("protein")
-    assert sc.score_dtype(1150, 1150) == np.int16
-    assert w.count("W") * 11 < INT16_LIMIT
-    seqs = [w, w, "W" * 575 + "C" * 575, "C" * 1100]
+    seqs = int16_edge_sequences(sc)
+    w = len(seqs[0])
+    assert sc.score_dtype(w, w) == np.int16 and sc.score_dtype(w + 1, w + 1) == np.int32
+    self_score = w * sc.score("W", "W")
+    assert INT16_LIMIT - 30 < self_score < INT16_LIMIT
     res = pairalign.align_all(seqs, mode=mode, **CPU)
-    assert res.scores[0, 1] == 12650
+    assert res.scores[0, 1] == self_score
     assert_parasail(res)
     check_result(res)
+    far, short = seqs[6], [s for s in seqs if len(s) == 6]
+    assert sc.score_dtype(len(far), 6) == np.int16
+    res = pairalign.align_many([far], short, mode=mode, **CPU)
+    assert_parasail(res)
+    check_result(res)
+    if mode == "global":
+        assert res.scores.min() < -(INT16_LIMIT - 100)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_int16_near_limit_dna(mode, parasail_ref, check_result):
+    """DNA (match/mismatch 2/-3, gaps 5/2) at its 16-bit edge: the longest
+    equal length that takes 16 bits, identical, mutated and random; and the
+    longest read that takes 16 bits against 20 bases."""
+    sc = Scoring.create("dna")
+    w = int16_edge(sc)
+    assert sc.score_dtype(w, w) == np.int16 and sc.score_dtype(w + 1, w + 1) == np.int32
+    rng = np.random.default_rng(8)
+    read = "".join(rng.choice(list("ACGT"), w))
+    flip = rng.random(w) < 0.1
+    mutated = "".join(rng.choice(list("ACGT")) if f else c for c, f in zip(read, flip))
+    seqs = [read, read, mutated, "".join(rng.choice(list("ACGT"), w - 7))]
+    res = pairalign.align_all(seqs, mode=mode, **CPU)
+    assert res.scores[0, 1] == 2 * w
+    assert_parasail(res)
+    check_result(res)
+    far = int16_edge(sc, 20)
+    short = ["".join(rng.choice(list("ACGT"), 20)) for _ in range(3)]
+    res = pairalign.align_many(["".join(rng.choice(list("ACGT"), far))], short, mode=mode,
+                               **CPU)
+    assert_parasail(res)
+    check_result(res)
+    if mode == "global":
+        assert res.scores.min() < -(INT16_LIMIT - 200)
+
+
+def _dp_extremes(a: np.ndarray, b: np.ndarray, matrix: np.ndarray, go: int, ge: int,
+                 mode: str) -> int:
+    """The largest ``|H|``, ``|E|`` or ``|F|`` over every cell of the full
+    DP (int64, no sentinel counted), written out plainly."""
+    n, m = len(a), len(b)
+    H = np.zeros((n + 1, m + 1), np.int64)
+    if mode == "global":
+        H[0, 1:] = -(go + ge * np.arange(m))
+        H[1:, 0] = -(go + ge * np.arange(n))
+    E = np.full(m + 1, -(1 << 40), np.int64)
+    top = np.abs(H).max()
+    for i in range(1, n + 1):
+        f = -(1 << 40)
+        for j in range(1, m + 1):
+            E[j] = max(E[j] - ge, H[i - 1, j] - go)
+            f = max(f - ge, H[i, j - 1] - go)
+            h = max(H[i - 1, j - 1] + matrix[a[i - 1], b[j - 1]], E[j], f)
+            H[i, j] = max(h, 0) if mode == "local" else h
+            top = max(top, abs(H[i, j]), abs(E[j]), abs(f))
+    return int(top)
+
+
+@given(data=st.data())
+@HYP
+def test_score_bound_holds(data):
+    """``score_bound`` (plus the room ``fits_int16`` adds) bounds every H, E
+    and F of real alignments, worked out cell by cell: residues drawn from a
+    few letters (long runs of the best pair included), any matrix, gap costs
+    from 0 to 40, every mode."""
+    name = data.draw(st.sampled_from(MATRIX_NAMES))
+    go = data.draw(st.integers(0, 40))
+    ge = data.draw(st.integers(0, go))
+    alphabet = "dna" if name == "NUC.4.4" else "protein"
+    sc = Scoring.create(alphabet, matrix=name, gap_open=go, gap_extend=ge)
+    letters = data.draw(st.sampled_from(["W", "WC", "ACGT", AMINO] if alphabet == "protein"
+                                        else ["A", "AC", "ACGT"]))
+    x = data.draw(st.text(letters, min_size=1, max_size=24))
+    y = data.draw(st.text(letters, min_size=1, max_size=24))
+    mode = data.draw(st.sampled_from(MODES))
+    top = _dp_extremes(sc.encode(x), sc.encode(y), sc.matrix, go, ge, mode)
+    assert top <= sc.score_bound(len(x), len(y)) + go + ge
 
 
 def test_fits_int16_on_arrays():
