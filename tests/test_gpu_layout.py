@@ -258,13 +258,82 @@ def test_plan_of_a_job_sizes_windows_without_a_device(traceback):
         lay = expand(plan, JobLengths.of(lengths, lengths), 0, traceback)
         steps = gpu_backend.WIDE_STEPS if traceback else gpu_backend.WIDE_STEPS_SCORE_ONLY
         rows, group = gpu_backend._pack_shape(traceback, job.mode)
-        check_plan(plan, lay, lengths, lengths, w, traceback, steps, job.scoring.fits_int16,
+        packs = gpu_backend.packs(job, JobLengths.of(lengths, lengths), w, traceback)
+        check_plan(plan, lay, lengths, lengths, w, traceback, steps, packs,
                    per_warp=32 // group, stripes=rows // 8 if traceback else 1,
                    query=be._query_band(job), block=gpu_backend._query_block(traceback))
         assert plan.npairs == w.pairs
         packed += plan.npack
         unpacked += plan.nwide - plan.npack
     assert packed and unpacked
+
+
+def lengths_job(lengths, traceback=False, mode="local"):
+    """A protein job of random sequences of these lengths."""
+    from pairalign.job import Job, SortedSet
+    from pairalign.scoring import Scoring
+
+    rng = np.random.default_rng(7)
+    scoring = Scoring.create("protein")
+    seqs = ["".join(rng.choice(list("ACDEFGHIKLMNPQRSTVWY"), int(k))) for k in lengths]
+    return Job(mode, scoring, traceback, SortedSet.encode(seqs, scoring))
+
+
+def packed_pairs(job, w, traceback=False):
+    """The window's pairs the backend's plan packs, as (row length, column
+    length), and the job's lengths."""
+    lengths = JobLengths.of(job.rows.lengths, job.col_set.lengths)
+    fits = gpu_backend.packs(job, lengths, w, traceback)
+    r, c = window_pairs(w)
+    n, m = lengths.rows[r], lengths.cols[c]
+    return n, m, np.asarray(fits(n, m), bool)
+
+
+@pytest.fixture(params=[False, True], ids=["score-only", "traceback"])
+def tail_rule(request, monkeypatch):
+    """Score-only and with traceback, PACK_TAIL_STEPS's rule on for both."""
+    monkeypatch.setattr(gpu_backend, "PACK_TAIL_STEPS_TRACEBACK", 8192)
+    return request.param
+
+
+def test_few_long_pairs_do_not_pack(tail_rule, monkeypatch):
+    """A window where the pairs of long packed steps are few (a protein of
+    4,560 residues against ones of 950-1,450 beside 300 short ones, as the
+    proteome's): those run unpacked, every other pair that fits 16 bits
+    packs; with PACK_TAIL_STEPS None, every pair that fits packs."""
+    traceback = tail_rule
+    rng = np.random.default_rng(3)
+    lengths = np.concatenate([[4560], rng.integers(950, 1450, 6), rng.integers(50, 400, 300)])
+    job = lengths_job(lengths, traceback)
+    k = job.rows.lengths
+    w = make_window(k, k, 0, len(k), 0, len(k), True)
+    n, m, packed = packed_pairs(job, w, traceback)
+    fits = job.scoring.fits_int16(n, m)
+    rows, group = gpu_backend._pack_shape(traceback, "local")
+    long = -(-n // (rows * group)) * m > 8192
+    assert (fits & long).sum() >= 6  # the 4,560 against each of the six fits
+    assert not (packed & long).any()
+    assert np.array_equal(packed, fits & ~long)
+    for name in ("PACK_TAIL_STEPS", "PACK_TAIL_STEPS_TRACEBACK"):
+        monkeypatch.setattr(gpu_backend, name, None)
+    assert np.array_equal(packed_pairs(job, w, traceback)[2], fits)
+
+
+def test_many_long_pairs_pack(tail_rule):
+    """A window of many pairs of long packed steps (300 proteins of 1,000-1,450
+    residues, as reads of 2.5-3.9 kb are): every pair that fits 16 bits packs;
+    a window of 4 of them against the rest, with too few such pairs, packs
+    none of them."""
+    traceback = tail_rule
+    rng = np.random.default_rng(4)
+    lengths = np.sort(rng.integers(1000, 1450, 300))[::-1]
+    job = lengths_job(lengths, traceback)
+    k = job.rows.lengths
+    n, m, packed = packed_pairs(job, make_window(k, k, 0, 300, 0, 300, True), traceback)
+    assert packed.all() and job.scoring.fits_int16(n, m).all()
+    small = make_window(k, k, 0, 4, 4, 300, False)
+    n, m, packed = packed_pairs(job, small, traceback)
+    assert not packed.any()
 
 
 @pytest.mark.parametrize("mode", ["local", "global", "semiglobal"])

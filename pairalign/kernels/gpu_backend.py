@@ -18,8 +18,8 @@ from ..pairs import DeviceOps, DevicePairBatch, PairBatch, _offsets, pair_bytes
 from ..scheduler.devices import is_out_of_memory
 from ..scheduler.windows import BLOCK, Window
 from .conventions import MODES
-from .gpu_layout import (STRIPE, JobLengths, LayoutPlan, band_words, plan_window,
-                         stride2_prefix)
+from .gpu_layout import (STRIPE, JobLengths, LayoutPlan, _first_fit, band_words,
+                         plan_window, stride2_prefix)
 
 THREADS = 256
 #: Windows in flight at once, each on its own stream (and its share of memory).
@@ -54,6 +54,24 @@ WIDE_STEPS_SCORE_ONLY: int | None = 1 << 9
 PACKED = True
 #: The same with traceback.
 PACKED_TRACEBACK = True
+#: A packed pair runs on a group of 4 lanes (8 with traceback) at ~3x an
+#: unpacked pair's rate, but its critical path, a step of 32 (16) rows at a
+#: time, is ~8x an unpacked warp's (32 lanes of 8 rows). Its packed steps
+#: (bands of a group's rows, times the target's length) past this many, a
+#: few such pairs make a window's tail: the proteome's 124 pairs of 4,560 x
+#: 950-1,452 residues that take 16 bits since v56 took its score-only GPU
+#: time from 74 to 86-92 ms (H100, one process; NOTES.md, v56). So they pack
+#: only in windows where they hold, besides, at least
+#: PACK_TAIL_CELLS_A_STEP cells for each step of the longest of them: the
+#: time packing saves on them (~0.5 ns a cell: 1,400 against 4,500 GCUPS)
+#: then passes the tail it may add (~230 ns a step of a lone warp): 71-73
+#: ms. None: every pair that fits 16 bits packs.
+PACK_TAIL_STEPS: int | None = 8192
+PACK_TAIL_CELLS_A_STEP = 470_000
+#: The same with traceback, off: the packed step is 16 rows there, and the
+#: unpacked traceback kernels are the slower; the proteome's GPU time with
+#: traceback, 119 ms with every fitting pair packed, was 126 ms with 8192.
+PACK_TAIL_STEPS_TRACEBACK: int | None = None
 #: Windows pack, besides, two queries (rows 2k and 2k + 1 of a window) against
 #: each target both pack (query couples, the packed kernel's first warps):
 #: both halves take one target residue a column, so each row's two scores are
@@ -437,6 +455,38 @@ def _pack_threads(traceback: bool) -> int:
 def _pack_shape(traceback: bool, mode: str) -> tuple[int, int]:
     """The packed kernel's query rows a lane and lanes a group (a couple each)."""
     return (PACK_ROWS_TRACEBACK, PACK_GROUP_TRACEBACK) if traceback else PACK_SHAPES[mode]
+
+
+def packs(job: Job, lengths: JobLengths, w: Window, traceback: bool) -> Callable:
+    """Which pairs of window ``w`` run packed, as ``fits(n, m)`` (true for
+    every shorter target once true for one): those whose scores fit 16 bits,
+    less, in a window where they are too few to pay for their tail, those of
+    more than PACK_TAIL_STEPS (PACK_TAIL_STEPS_TRACEBACK) packed steps."""
+    fits16 = job.scoring.fits_int16
+    tail = PACK_TAIL_STEPS_TRACEBACK if traceback else PACK_TAIL_STEPS
+    if tail is None:
+        return fits16
+    rows, group = _pack_shape(traceback, job.mode)
+    band = rows * group
+
+    def short(n, m):
+        return -(-np.asarray(n) // band) * np.asarray(m) <= tail
+
+    r = np.arange(w.r0, w.r1, dtype=np.int64)
+    n = lengths.rows[r]
+    a = np.maximum(w.c0, r + 1) if w.triangle else np.full(r.size, w.c0, np.int64)
+    a = np.minimum(a, w.c1)
+    lo = _first_fit(n, lengths.cols, a, np.full(r.size, w.c1, np.int64), fits16)
+    # past lo, the long ones are the longest targets: those before the first short one
+    hi = _first_fit(n, lengths.cols, lo, np.full(r.size, w.c1, np.int64), short)
+    some = hi > lo
+    if not some.any():
+        return fits16
+    cells = int((n[some] * (lengths.col_prefix[hi[some]] - lengths.col_prefix[lo[some]])).sum())
+    longest = int((-(-n[some] // band) * lengths.cols[lo[some]]).max())
+    if cells >= PACK_TAIL_CELLS_A_STEP * longest:
+        return fits16
+    return lambda n, m: fits16(n, m) & short(n, m)
 
 
 def _carve(sizes) -> tuple[list[int], int]:
@@ -1430,9 +1480,10 @@ class GPUBackend:
             limit = None
         pack = (PACKED_TRACEBACK if traceback else PACKED) and limit is not None
         plan = _PLANNER["plan"] if PLAN_IN_NUMBA else plan_window
-        return plan(self._job_plans(job)["lengths"], w,
+        lengths = self._job_plans(job)["lengths"]
+        return plan(lengths, w,
                     traceback=traceback, wide_steps=limit,
-                    fits16=job.scoring.fits_int16 if pack else None,
+                    fits16=packs(job, lengths, w, traceback) if pack else None,
                     score_bytes=job.score_dtype(w).itemsize,
                     couples_per_warp=32 // _pack_shape(traceback, job.mode)[1],
                     couple_stripes=PACK_ROWS_TRACEBACK // STRIPE,
