@@ -63,17 +63,23 @@ def int16_edge(scoring, other=None) -> int:
 
 
 def int16_edge_sequences(scoring) -> list[str]:
-    """Pairs at the 16-bit bound from both sides, for the 16-bit paths:
-    poly-W of the longest equal length that fits (a score within ~30 of
-    ``INT16_LIMIT`` from above), a half-W neighbour and a mismatched one; and
-    the longest query that fits against 6 residues (global score near
-    ``-INT16_LIMIT``: every residue of it in gaps but 6) beside short ones."""
+    """Pairs at the 16-bit bound from above, for the 16-bit paths: poly-W of
+    the longest equal length that fits (a score within ~30 of
+    ``INT16_LIMIT``), a half-W neighbour, a mismatched one and shorter ones."""
     w = int16_edge(scoring)
-    far = int16_edge(scoring, 6)
-    rng = np.random.default_rng(21)
     return ["W" * w, "W" * w, "W" * (w // 2) + "C" * (w - w // 2), "C" * (w - 50),
-            "W" * 700, "CW" * 300, "".join(rng.choice(list(AMINO), far)), "WCWCWC",
-            "".join(rng.choice(list(AMINO), 6)), "CCCCCC"]
+            "W" * 700, "CW" * 300]
+
+
+def int16_far_pairs(scoring) -> tuple[list[str], list[str]]:
+    """Pairs at the 16-bit bound from below: the longest query that takes 16
+    bits against 6 residues, and three targets of 6 (global scores near
+    ``-INT16_LIMIT``: every residue of the query in gaps but 6). A query
+    against them alone: with traceback, a task or window of it against
+    anything long would need gigabytes."""
+    rng = np.random.default_rng(21)
+    far = "".join(rng.choice(list(AMINO), int16_edge(scoring, 6)))
+    return [far], ["WCWCWC", "".join(rng.choice(list(AMINO), 6)), "CCCCCC"]
 
 
 # ---------------------------------------------------------------------------------

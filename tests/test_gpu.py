@@ -13,7 +13,8 @@ from pairalign.backends import gpu_available, gpu_count
 from pairalign.kernels import gpu_backend
 from pairalign.scoring import INT16_LIMIT, Scoring
 
-from conftest import AMINO, assert_same_pairs, int16_edge, int16_edge_sequences
+from conftest import (AMINO, assert_same_pairs, int16_edge, int16_edge_sequences,
+                      int16_far_pairs)
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not gpu_available(), reason="CuPy sees no CUDA device")]
@@ -922,6 +923,11 @@ def test_packed_near_16_bit_limit(monkeypatch, mode, traceback):
     seqs = int16_edge_sequences(scoring)
     cpu, gpu = both(seqs, mode=mode, traceback=traceback)
     assert gpu.scores[0, 1] == len(seqs[0]) * scoring.score("W", "W")
+    assert_same(cpu, gpu)
+    far, short = int16_far_pairs(scoring)
+    kw = dict(mode=mode, traceback=traceback)
+    cpu = pairalign.align_many(far, short, backend="cpu", **kw)
+    gpu = pairalign.align_many(far, short, backend="gpu", **kw)
     if mode == "global":
         assert gpu.scores.min() < -(INT16_LIMIT - 100)
     assert_same(cpu, gpu)
@@ -931,8 +937,9 @@ def test_packed_near_16_bit_limit(monkeypatch, mode, traceback):
 @pytest.mark.parametrize("traceback", [True, False])
 def test_packed_dna_at_16_bit_edge(monkeypatch, mode, traceback):
     """DNA reads (2/-3, gaps 5/2) of the longest length that takes 16 bits,
-    identical, 10% mutated and unrelated, and a read at the edge against 20
-    bases, all two a warp in 16-bit halves: the CPU's results."""
+    identical, 10% mutated and unrelated, and (alone) a read at the edge
+    against reads of 20 bases, all two a warp in 16-bit halves: the CPU's
+    results."""
     monkeypatch.setattr(gpu_backend, "WIDE_STEPS_SCORE_ONLY", 0)
     monkeypatch.setattr(gpu_backend, "WIDE_STEPS", 0)
     scoring = Scoring.create("dna")
@@ -941,10 +948,15 @@ def test_packed_dna_at_16_bit_edge(monkeypatch, mode, traceback):
     read = rng.choice(list("ACGT"), w)
     mutated = np.where(rng.random(w) < 0.1, rng.choice(list("ACGT"), w), read)
     seqs = ["".join(read), "".join(read), "".join(mutated),
-            "".join(rng.choice(list("ACGT"), w - 9)), "".join(rng.choice(list("ACGT"), far))]
-    seqs += ["".join(rng.choice(list("ACGT"), 20)) for _ in range(5)]
-    cpu, gpu = both(seqs, mode=mode, traceback=traceback)
+            "".join(rng.choice(list("ACGT"), w - 9))]
+    short = ["".join(rng.choice(list("ACGT"), 20)) for _ in range(5)]
+    cpu, gpu = both(seqs + short, mode=mode, traceback=traceback)
     assert gpu.scores[0, 1] == 2 * w
+    assert_same(cpu, gpu)
+    kw = dict(mode=mode, traceback=traceback)
+    query = ["".join(rng.choice(list("ACGT"), far))]
+    cpu = pairalign.align_many(query, short, backend="cpu", **kw)
+    gpu = pairalign.align_many(query, short, backend="gpu", **kw)
     assert_same(cpu, gpu)
 
 

@@ -26,8 +26,8 @@ import pairalign
 from pairalign.cigar import rescore
 from pairalign.scoring import INT16_LIMIT, MATRIX_NAMES, Scoring
 
-from conftest import (AMINO, int16_edge, int16_edge_sequences, result_parasail_scores,
-                      sample_indices)
+from conftest import (AMINO, int16_edge, int16_edge_sequences, int16_far_pairs,
+                      result_parasail_scores, sample_indices)
 
 parasail = pytest.importorskip("parasail")
 
@@ -452,9 +452,9 @@ def test_int16_near_limit(mode, parasail_ref, check_result):
     assert res.scores[0, 1] == self_score
     assert_parasail(res)
     check_result(res)
-    far, short = seqs[6], [s for s in seqs if len(s) == 6]
-    assert sc.score_dtype(len(far), 6) == np.int16
-    res = pairalign.align_many([far], short, mode=mode, **CPU)
+    far, short = int16_far_pairs(sc)
+    assert sc.score_dtype(len(far[0]), 6) == np.int16
+    res = pairalign.align_many(far, short, mode=mode, **CPU)
     assert_parasail(res)
     check_result(res)
     if mode == "global":
