@@ -898,10 +898,17 @@ def _entries_bytes(entries: list) -> int:
     return sum(a.nbytes for entry in entries for a in entry)
 
 
-#: Host bytes of a pair's results besides its operations (as the engine counts them).
-PAIR_BYTES = 48
+def _column_bytes(names) -> int:
+    empty = PairBatch.empty()
+    return sum(getattr(empty, name).itemsize for name in names)
+
+
+#: Host bytes of a pair's results besides its operations: a row of a
+#: :class:`PairBatch` (two indices, seven int32 columns, an operation offset).
+PAIR_BYTES = _column_bytes(f.name for f in fields(PairBatch)
+                           if f.name not in ("op_code", "op_len"))
 #: Host bytes per alignment operation slot (code, run length) reserved per pair.
-OP_BYTES = 5
+OP_BYTES = _column_bytes(("op_code", "op_len"))
 
 
 def pair_bytes(traceback: bool, n: int, m: int) -> int:

@@ -19,16 +19,18 @@ import numpy as np
 from .engine import (_NUMBA, DEFAULT_MAX_MEMORY, assemble, iter_windows,
                      pair_rank, placement, run_workers)
 from .job import Job
-from .pairs import OP_BYTES, PairBatch, taken_to_host
+from .pairs import OP_BYTES, PAIR_BYTES, PairBatch, taken_to_host
 
-#: Bytes of results held per pair, besides its operations (a rough measure;
-#: a placement holds 32-52, staged or not: ``Placement``).
-PAIR_BYTES = 64
+#: Bytes a job's results are counted a pair, besides their operations, where
+#: the ordered output decides whether it places them in memory or spills
+#: them: a batch's row (``pairs.PAIR_BYTES``) with room to spare (a
+#: placement holds 32-52, staged or not: ``Placement``).
+PLACED_PAIR_BYTES = PAIR_BYTES + 12
 
 
 def estimated_bytes(job: Job) -> int:
     """A generous estimate of the host bytes of all results of ``job``."""
-    per_pair = PAIR_BYTES
+    per_pair = PLACED_PAIR_BYTES
     if job.operations:  # runs are bounded by the shorter length, often far fewer
         per_pair += OP_BYTES * int(min(job.rows.lengths.mean(), job.col_set.lengths.mean()))
     return job.pairs * per_pair
@@ -65,7 +67,7 @@ def in_input_order(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
     # comes (overlapping the windows still running), operations left on the
     # device where it can; past the budget, buckets
     workers = run_workers(backend, client)
-    fits = PAIR_BYTES * job.pairs <= bucket_bytes
+    fits = PLACED_PAIR_BYTES * job.pairs <= bucket_bytes
     # a placement takes every pair once: not some of them
     place = placement(job, workers) if fits and keep is None else None
     windows = iter_windows(job, backend, max_memory=max_memory, width=width,

@@ -830,14 +830,14 @@ def test_streamed_results_spill_with_operations_on_the_device(data_dir):
     from pairalign.api import _job, make_scoring
     from pairalign.engine import run_job
     from pairalign.pairs import PairBatch
-    from pairalign.streaming import PAIR_BYTES, in_input_order
+    from pairalign.streaming import PLACED_PAIR_BYTES, in_input_order
 
     recs = pairalign.read_sequences(data_dir / "adeno_fiber.faa")
     scoring = make_scoring(recs.alphabet)
     cpu_be, job = _job(recs, None, "global", scoring, True, "cpu", None, None)
     ref = run_job(job, cpu_be)
     budget = int(ref.nbytes / 1.5)
-    assert PAIR_BYTES * len(ref) <= budget < ref.nbytes  # placed at first, then spilled
+    assert PLACED_PAIR_BYTES * len(ref) <= budget < ref.nbytes  # placed at first, then spilled
     gpu_be, gjob = _job(recs, None, "global", scoring, True, "gpu", None, None)
     parts = list(in_input_order(gjob, gpu_be, bucket_bytes=budget, width=32))
     assert len(parts) >= 2

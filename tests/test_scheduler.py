@@ -629,7 +629,7 @@ def test_spilled_operations_are_not_run_again_when_their_device_is_lost(tri, sti
     spilled, and that copy counts as rescued. Where the device is lost
     later, only the windows whose operations it still held run again: no
     pair comes twice, and the pairs are the CPU's."""
-    from pairalign.streaming import PAIR_BYTES, in_input_order
+    from pairalign.streaming import PLACED_PAIR_BYTES, in_input_order
 
     job, ref = tri
     keeping = _Keeping("keeping", good=4, lose=True, sticky=sticky)
@@ -638,7 +638,7 @@ def test_spilled_operations_are_not_run_again_when_their_device_is_lost(tri, sti
         # room for every pair's columns (its windows keep their operations on
         # the device), not for their operations: spilled from the second batch
         out = PairBatch.concat(list(in_input_order(job, [keeping, ok], width=16,
-                                                   bucket_bytes=PAIR_BYTES * job.pairs)))
+                                                   bucket_bytes=PLACED_PAIR_BYTES * job.pairs)))
     same(out, ref)
     assert keeping.kept == 4
 

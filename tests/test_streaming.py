@@ -398,10 +398,10 @@ def test_known_columns_written_beside_raise_their_error_at_finish(recs):
 def test_a_staged_placement_gives_views_of_its_rows(recs, traceback, monkeypatch):
     """A staged placement (several workers) gives its placed columns as views
     of its rows, one a field, not copies: what it holds a pair is within
-    PAIR_BYTES, which decides whether a job is placed in memory, as the
+    PLACED_PAIR_BYTES, which decides whether a job is placed in memory, as the
     columns' placement's is."""
     from pairalign import engine
-    from pairalign.streaming import PAIR_BYTES
+    from pairalign.streaming import PLACED_PAIR_BYTES
 
     monkeypatch.setattr(engine, "STAGED_PLACEMENT", None)
     be, job = _job(recs, None, "local", make_scoring(recs.alphabet), traceback, "cpu",
@@ -429,7 +429,7 @@ def test_a_staged_placement_gives_views_of_its_rows(recs, traceback, monkeypatch
                                     [*(getattr(got, k) for k in _COLUMNS), place.counts]
                                     if a is not None)}
         held[workers] = sum(b.nbytes for b in bases.values()) / len(ref)
-    assert held[2] <= held[1] <= PAIR_BYTES
+    assert held[2] <= held[1] <= PLACED_PAIR_BYTES
 
 
 class _LostArray(_HostArray):
@@ -741,11 +741,11 @@ def test_prefix_sums_match_numpy(n):
 def test_overflow_after_placing_starts_goes_to_buckets(recs):
     """A budget that holds every pair's columns but not the operations: pairs
     start going into place, then the run turns to buckets, losing nothing."""
-    from pairalign.streaming import PAIR_BYTES
+    from pairalign.streaming import PLACED_PAIR_BYTES
 
     be, job = _job(recs, None, "global", make_scoring(recs.alphabet), True, "cpu", None, None)
     ref = run_job(job, be)
-    budget = PAIR_BYTES * len(ref) + 1
+    budget = PLACED_PAIR_BYTES * len(ref) + 1
     assert budget < ref.nbytes  # the premise: operations overflow it
     parts = list(in_input_order(job, be, bucket_bytes=budget, width=16))
     assert len(parts) >= 2
