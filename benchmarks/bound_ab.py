@@ -2,7 +2,8 @@
 which pairs take 16 bits (and so pack two a warp on the GPU) decides their
 rate where lengths pass ~1,230 residues or ~2,300 bp.
 
-    python benchmarks/bound_ab.py [--reps 4]
+    python benchmarks/bound_ab.py [--reps 4] [--backend cpu --reads 60
+                                  --protein-cells 2e9 --no-proteome]
 
 Variants: ``old`` (v55's bound: the best pair's score times the shorter
 length *plus* the two-gap path), ``all`` (v56's bound, every pair that fits
@@ -11,7 +12,9 @@ length *plus* the two-gap path), ``all`` (v56's bound, every pair that fits
 400 simulated reads of 2.5-3.9 kb (``long_reads.py``'s, semiglobal) and 320
 uniform proteins of 1,400 residues (local), each score-only and with
 traceback. Prints each variant's wall times and GPU-busy milliseconds
-(first repetition dropped) and the median GPU GCUPS.
+(first repetition dropped) and the median GPU GCUPS; with ``--backend
+cpu``, the wall times and the median wall GCUPS (the CPU's 16-bit tasks
+take twice the lanes of its 32-bit ones; ``old`` and ``rule`` only).
 """
 
 from __future__ import annotations
@@ -55,38 +58,52 @@ def variant(name: str) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--reps", type=int, default=4)
+    ap.add_argument("--backend", choices=("gpu", "cpu"), default="gpu")
+    ap.add_argument("--reads", type=int, default=400, help="reads of 2.5-3.9 kb")
+    ap.add_argument("--protein-cells", type=float, default=1e11,
+                    help="cells of the all-vs-all of proteins of 1,400 residues")
+    ap.add_argument("--no-proteome", action="store_true")
     args = ap.parse_args()
-    be = gpu_backend.GPUBackend()
-    print(f"device: {be.describe()}", flush=True)
-    for mode in ("local", "semiglobal"):
-        warm_gpu_backend(mode, (True, False), be, sample_cells=2e9, modes=(mode,))
-    work = [("proteome", "local", "protein",
-             pairalign.read_sequences(DATA / "proteome_HG003687.faa").sequences),
-            ("reads 2.5-3.9 kb", "semiglobal", "dna", simulated_reads(400, 2500, 3900, 0.05)),
-            ("proteins of 1,400", "local", "protein",
-             uniform_proteins(np.random.default_rng(1), 1e11, 1400))]
+    gpu = args.backend == "gpu"
+    if gpu:
+        be = gpu_backend.GPUBackend()
+        for mode in ("local", "semiglobal"):
+            warm_gpu_backend(mode, (True, False), be, sample_cells=2e9, modes=(mode,))
+    else:
+        from pairalign.kernels.cpu_backend import CPUBackend
+
+        be = CPUBackend()
+    print(f"backend: {be.describe()}", flush=True)
+    work = [] if args.no_proteome else [
+        ("proteome", "local", "protein",
+         pairalign.read_sequences(DATA / "proteome_HG003687.faa").sequences)]
+    work += [("reads 2.5-3.9 kb", "semiglobal", "dna",
+              simulated_reads(args.reads, 2500, 3900, 0.05)),
+             ("proteins of 1,400", "local", "protein",
+              uniform_proteins(np.random.default_rng(1), args.protein_cells, 1400))]
     res: dict = {}
     for rep in range(args.reps):
-        for name in ("old", "all", "rule"):
+        for name in ("old", "all", "rule") if gpu else ("old", "rule"):
             variant(name)
             for label, mode, alphabet, seqs in work:
                 sc = scoring.Scoring.create(alphabet)
                 for tb in (False, True):
                     job = Job(mode, sc, tb, SortedSet.encode(seqs, sc))
-                    be.timings.clear()
+                    if gpu:
+                        be.timings.clear()
                     t = time.perf_counter()
                     run_job(job, be)
                     wall = time.perf_counter() - t
-                    if rep:
-                        res.setdefault((label, tb, name), []).append(
-                            (wall, be.timings.get("gpu_busy", 0.0)))
+                    busy = be.timings.get("gpu_busy", 0.0) if gpu else wall
+                    if rep or args.reps == 1:
+                        res.setdefault((label, tb, name), []).append((wall, busy))
     variant("rule")
     cells = {label: cells_of(np.array([len(s) for s in seqs])) for label, _, _, seqs in work}
     for (label, tb, name), v in res.items():
         v = np.array(v)
+        busy = f"GPU ms {np.round(v[:, 1] * 1e3, 1)} GPU " if gpu else "wall "
         print(f"{label:<18} tb={int(tb)} {name:<4} wall {np.round(v[:, 0], 3)} "
-              f"GPU ms {np.round(v[:, 1] * 1e3, 1)} GPU GCUPS (median) "
-              f"{cells[label] / np.median(v[:, 1]) / 1e9:,.0f}")
+              f"{busy}GCUPS (median) {cells[label] / np.median(v[:, 1]) / 1e9:,.0f}")
 
 
 if __name__ == "__main__":

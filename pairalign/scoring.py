@@ -145,9 +145,10 @@ class Scoring:
         From below, ``H`` is the best of all paths, so at least the score of
         the path of two gaps (global mode; the other modes' free starts only
         raise it): ``H >= -(2 * gap_open + gap_extend * (n + m))``. A pair
-        shorter than its lane's neighbour (a couple, a CPU task) runs on past
-        its end in padding, where the values fall by at most that neighbour's
-        longer gap, which its own bound covers.
+        that runs on past its end in padding beside a longer neighbour (a
+        couple, a CPU task) stays within the neighbour's bound: its values
+        fall below its own by at most the longer gap, and the gap side grows
+        with ``n + m``.
         """
         best = max(int(self.matrix.max()), 0)
         return np.maximum(best * np.minimum(n, m),

@@ -18,7 +18,7 @@ from ..pairs import DeviceOps, DevicePairBatch, PairBatch, _offsets, pair_bytes
 from ..scheduler.devices import is_out_of_memory
 from ..scheduler.windows import BLOCK, Window
 from .conventions import MODES
-from .gpu_layout import (STRIPE, JobLengths, LayoutPlan, _first_fit, band_words,
+from .gpu_layout import (STRIPE, JobLengths, LayoutPlan, first_fit, band_words,
                          plan_window, stride2_prefix)
 
 THREADS = 256
@@ -63,7 +63,7 @@ PACKED_TRACEBACK = True
 #: time from 74 to 86-92 ms (H100, one process; NOTES.md, v56). So they pack
 #: only in windows where they hold, besides, at least
 #: PACK_TAIL_CELLS_A_STEP cells for each step of the longest of them: the
-#: time packing saves on them (~0.5 ns a cell: 1,400 against 4,500 GCUPS)
+#: time packing saves on them (~0.5 ps a cell: 1,400 against 4,500 GCUPS)
 #: then passes the tail it may add (~230 ns a step of a lone warp): 71-73
 #: ms. None: every pair that fits 16 bits packs.
 PACK_TAIL_STEPS: int | None = 8192
@@ -476,9 +476,9 @@ def packs(job: Job, lengths: JobLengths, w: Window, traceback: bool) -> Callable
     n = lengths.rows[r]
     a = np.maximum(w.c0, r + 1) if w.triangle else np.full(r.size, w.c0, np.int64)
     a = np.minimum(a, w.c1)
-    lo = _first_fit(n, lengths.cols, a, np.full(r.size, w.c1, np.int64), fits16)
+    lo = first_fit(n, lengths.cols, a, np.full(r.size, w.c1, np.int64), fits16)
     # past lo, the long ones are the longest targets: those before the first short one
-    hi = _first_fit(n, lengths.cols, lo, np.full(r.size, w.c1, np.int64), short)
+    hi = first_fit(n, lengths.cols, lo, np.full(r.size, w.c1, np.int64), short)
     some = hi > lo
     if not some.any():
         return fits16

@@ -139,7 +139,7 @@ def band_words(n, span, count, lanes, stripes=1):
     return bands * per_band * (span + (lanes - 1) * count)
 
 
-def _first_fit(n: np.ndarray, lengths: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+def first_fit(n: np.ndarray, lengths: np.ndarray, lo: np.ndarray, hi: np.ndarray,
                fits: Callable) -> np.ndarray:
     """Per row, the first column of ``[lo, hi)`` whose pair ``fits`` (``hi``
     where none does); ``fits(n, m)`` holds for every shorter target once it
@@ -218,7 +218,7 @@ def row_runs(lengths: JobLengths, w: Window, wide_steps: int | None,
         nw = np.clip(w.c0 + longer - a, 0, count)
     npk = np.zeros(r.size, np.int64)
     if fits16 is not None and nw.any():
-        npk = a + nw - _first_fit(n, cols_len, a, a + nw, fits16)
+        npk = a + nw - first_fit(n, cols_len, a, a + nw, fits16)
     return a, nw, npk
 
 
