@@ -103,7 +103,7 @@ def main() -> None:
         v = np.array(v)
         busy = f"GPU ms {np.round(v[:, 1] * 1e3, 1)} GPU " if gpu else "wall "
         print(f"{label:<18} tb={int(tb)} {name:<4} wall {np.round(v[:, 0], 3)} "
-              f"{busy}GCUPS (median) {cells[label] / np.median(v[:, 1]) / 1e9:,.0f}")
+              f"{busy}GCUPS (median) {cells[label] / np.median(v[:, 1]) / 1e9:,.{0 if gpu else 1}f}")
 
 
 if __name__ == "__main__":

@@ -336,6 +336,35 @@ def test_many_long_pairs_pack(tail_rule):
     assert not packed.any()
 
 
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), longest=st.sampled_from([400, 1500, 4600]),
+       count=st.integers(2, 120), traceback=st.booleans(), tail=st.sampled_from([64, 8192]))
+def test_packs_is_a_subset_of_fits16_and_monotone(seed, longest, count, traceback, tail):
+    """On random windows of random jobs, with the rule on (small and default
+    tails): a pair packs only where its scores fit 16 bits, and once a target
+    packs against a row every shorter one does (``first_fit``'s binary
+    search rests on it)."""
+    from pairalign.scheduler.windows import plan_windows
+
+    rng = np.random.default_rng(seed)
+    job = lengths_job(rng.integers(5, longest, count), traceback)
+    k = job.rows.lengths
+    lengths = JobLengths.of(k, k)
+    keep = gpu_backend.PACK_TAIL_STEPS, gpu_backend.PACK_TAIL_STEPS_TRACEBACK
+    gpu_backend.PACK_TAIL_STEPS = gpu_backend.PACK_TAIL_STEPS_TRACEBACK = tail
+    try:
+        for w in plan_windows(k, None, 16 * int(rng.integers(1, 5))):
+            fits = gpu_backend.packs(job, lengths, w, traceback)
+            n = np.repeat(k[w.r0:w.r1], w.c1 - w.c0)
+            m = np.tile(k[w.c0:w.c1], w.r1 - w.r0)
+            packed = np.asarray(fits(n, m), bool)
+            assert not (packed & ~job.scoring.fits_int16(n, m)).any()
+            grid = packed.reshape(w.r1 - w.r0, w.c1 - w.c0)  # columns longest first
+            assert (np.diff(grid.astype(np.int8), axis=1) >= 0).all()
+    finally:
+        gpu_backend.PACK_TAIL_STEPS, gpu_backend.PACK_TAIL_STEPS_TRACEBACK = keep
+
+
 @pytest.mark.parametrize("mode", ["local", "global", "semiglobal"])
 @pytest.mark.parametrize("traceback", [False, True])
 def test_numbas_planner_plans_a_jobs_windows_as_numpy(monkeypatch, mode, traceback):
