@@ -515,13 +515,18 @@ def _dp_extremes(a: np.ndarray, b: np.ndarray, matrix: np.ndarray, go: int, ge: 
 def test_score_bound_holds(data):
     """``score_bound`` (plus the room ``fits_int16`` adds) bounds every H, E
     and F of real alignments, worked out cell by cell: residues drawn from a
-    few letters (long runs of the best pair included), any matrix, gap costs
-    from 0 to 40, every mode."""
-    name = data.draw(st.sampled_from(MATRIX_NAMES))
+    few letters (long runs of the best pair included), any matrix or
+    match/mismatch scores (negative matches too), gap costs from 0 to 40,
+    every mode."""
+    name = data.draw(st.sampled_from(MATRIX_NAMES + ("match/mismatch",)))
     go = data.draw(st.integers(0, 40))
     ge = data.draw(st.integers(0, go))
-    alphabet = "dna" if name == "NUC.4.4" else "protein"
-    sc = Scoring.create(alphabet, matrix=name, gap_open=go, gap_extend=ge)
+    alphabet = "protein" if name.startswith(("BLOSUM", "PAM")) else "dna"
+    if name == "match/mismatch":
+        sc = Scoring.create("dna", match=data.draw(st.integers(-2, 9)),
+                            mismatch=data.draw(st.integers(-9, 2)), gap_open=go, gap_extend=ge)
+    else:
+        sc = Scoring.create(alphabet, matrix=name, gap_open=go, gap_extend=ge)
     letters = data.draw(st.sampled_from(["W", "WC", "ACGT", AMINO] if alphabet == "protein"
                                         else ["A", "AC", "ACGT"]))
     x = data.draw(st.text(letters, min_size=1, max_size=24))
