@@ -102,8 +102,9 @@ def main() -> None:
     for (label, tb, name), v in res.items():
         v = np.array(v)
         busy = f"GPU ms {np.round(v[:, 1] * 1e3, 1)} GPU " if gpu else "wall "
+        gcups = cells[label] / np.median(v[:, 1]) / 1e9
         print(f"{label:<18} tb={int(tb)} {name:<4} wall {np.round(v[:, 0], 3)} "
-              f"{busy}GCUPS (median) {cells[label] / np.median(v[:, 1]) / 1e9:,.{0 if gpu else 1}f}")
+              f"{busy}GCUPS (median) {gcups:,.{0 if gpu else 1}f}")
 
 
 if __name__ == "__main__":

@@ -70,7 +70,8 @@ PACK_TAIL_STEPS: int | None = 8192
 PACK_TAIL_CELLS_A_STEP = 470_000
 #: The same with traceback, off: the packed step is 16 rows there, and the
 #: unpacked traceback kernels are the slower; the proteome's GPU time with
-#: traceback, 119 ms with every fitting pair packed, was 125.6-127.7 ms with 8192.
+#: traceback, 119 ms with every fitting pair packed, was 125.6-127.7 ms
+#: with 8192.
 PACK_TAIL_STEPS_TRACEBACK: int | None = None
 #: Windows pack, besides, two queries (rows 2k and 2k + 1 of a window) against
 #: each target both pack (query couples, the packed kernel's first warps):
