@@ -909,9 +909,21 @@ def test_query_target_rectangle(data_dir):
     assert_same(cpu, gpu)
 
 
+@pytest.fixture(params=[None, 8192], ids=["all packed", "tail rule"])
+def pack_tail(request, monkeypatch):
+    """Score-only, every pair that fits 16 bits packed (PACK_TAIL_STEPS None),
+    or packs' rule (the default: a window's few pairs of long packed steps
+    run unpacked, in 16 bits); with traceback the rule is off
+    (PACK_TAIL_STEPS_TRACEBACK None), so once."""
+    if request.param and request.node.callspec.params.get("traceback"):
+        pytest.skip("with traceback every pair that fits 16 bits packs")
+    monkeypatch.setattr(gpu_backend, "PACK_TAIL_STEPS", request.param)
+    return request.param
+
+
 @pytest.mark.parametrize("mode", ["global", "semiglobal", "local"])
 @pytest.mark.parametrize("traceback", [True, False])
-def test_packed_near_16_bit_limit(monkeypatch, mode, traceback):
+def test_packed_near_16_bit_limit(monkeypatch, pack_tail, mode, traceback):
     """Two pairs per warp in 16-bit halves with scores at the 16-bit bound from
     both sides (conftest's ``int16_edge_sequences``: poly-W's self score
     within 30 of it, a global score near its negative) beside shorter
@@ -935,7 +947,7 @@ def test_packed_near_16_bit_limit(monkeypatch, mode, traceback):
 
 @pytest.mark.parametrize("mode", ["global", "semiglobal", "local"])
 @pytest.mark.parametrize("traceback", [True, False])
-def test_packed_dna_at_16_bit_edge(monkeypatch, mode, traceback):
+def test_packed_dna_at_16_bit_edge(monkeypatch, pack_tail, mode, traceback):
     """DNA reads (2/-3, gaps 5/2) of the longest length that takes 16 bits,
     identical, 10% mutated and unrelated, and (alone) a read at the edge
     against reads of 20 bases, all two a warp in 16-bit halves: the CPU's
