@@ -18,8 +18,8 @@ from ..pairs import DeviceOps, DevicePairBatch, PairBatch, _offsets, pair_bytes
 from ..scheduler.devices import is_out_of_memory
 from ..scheduler.windows import BLOCK, Window
 from .conventions import MODES
-from .gpu_layout import (STRIPE, JobLengths, LayoutPlan, first_fit, band_words,
-                         plan_window, stride2_prefix)
+from .gpu_layout import (STRIPE, JobLengths, LayoutPlan, band_words, first_columns,
+                         first_fit, plan_window, stride2_prefix)
 
 THREADS = 256
 #: Windows in flight at once, each on its own stream (and its share of memory).
@@ -470,13 +470,14 @@ def packs(job: Job, lengths: JobLengths, w: Window, traceback: bool) -> Callable
     rows, group = _pack_shape(traceback, job.mode)
     band = rows * group
 
-    def short(n, m):
-        return -(-np.asarray(n) // band) * np.asarray(m) <= tail
+    def steps(n, m):  # a packed pair's: its bands times its target's length
+        return -(-np.asarray(n) // band) * np.asarray(m)
 
-    r = np.arange(w.r0, w.r1, dtype=np.int64)
+    def short(n, m):
+        return steps(n, m) <= tail
+
+    r, a = first_columns(w)
     n = lengths.rows[r]
-    a = np.maximum(w.c0, r + 1) if w.triangle else np.full(r.size, w.c0, np.int64)
-    a = np.minimum(a, w.c1)
     lo = first_fit(n, lengths.cols, a, np.full(r.size, w.c1, np.int64), fits16)
     # past lo, the long ones are the longest targets: those before the first short one
     hi = first_fit(n, lengths.cols, lo, np.full(r.size, w.c1, np.int64), short)
@@ -484,7 +485,7 @@ def packs(job: Job, lengths: JobLengths, w: Window, traceback: bool) -> Callable
     if not some.any():
         return fits16
     cells = int((n[some] * (lengths.col_prefix[hi[some]] - lengths.col_prefix[lo[some]])).sum())
-    longest = int((-(-n[some] // band) * lengths.cols[lo[some]]).max())
+    longest = int(steps(n[some], lengths.cols[lo[some]]).max())
     if cells >= PACK_TAIL_CELLS_A_STEP * longest:
         return fits16
     return lambda n, m: fits16(n, m) & short(n, m)
@@ -933,9 +934,7 @@ class GPUBackend:
         """Each row of a window (sorted positions), its pairs, and the lengths
         of their targets summed."""
         lengths = self._job_plans(job)["lengths"]
-        r = np.arange(w.r0, w.r1)
-        first = (np.minimum(np.maximum(w.c0, r + 1), w.c1) if w.triangle
-                 else np.full(r.size, w.c0))
+        r, first = first_columns(w)
         return r, w.c1 - first, lengths.col_prefix[w.c1] - lengths.col_prefix[first]
 
     def device_budget(self) -> int:

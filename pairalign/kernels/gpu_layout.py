@@ -196,6 +196,14 @@ class JobLengths:
         return cls(*arrays)
 
 
+def first_columns(w: Window) -> tuple[np.ndarray, np.ndarray]:
+    """A window's rows (sorted positions) and each one's first column (a
+    triangle's after the diagonal, at most ``c1``), int64."""
+    r = np.arange(w.r0, w.r1, dtype=np.int64)
+    a = np.maximum(w.c0, r + 1) if w.triangle else np.full(r.size, w.c0, np.int64)
+    return r, np.minimum(a, w.c1)
+
+
 def row_runs(lengths: JobLengths, w: Window, wide_steps: int | None,
              fits16: Callable | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each row's runs of targets in window ``w`` (arguments as
@@ -203,10 +211,8 @@ def row_runs(lengths: JobLengths, w: Window, wide_steps: int | None,
     diagonal), its wide targets ``nw`` (the first of its columns from ``a``)
     and the packed ones ``npk`` among them (the last of those), int64."""
     rows_len, cols_len = lengths.rows, lengths.cols
-    r = np.arange(w.r0, w.r1, dtype=np.int64)
+    r, a = first_columns(w)
     n = rows_len[r]
-    a = np.maximum(w.c0, r + 1) if w.triangle else np.full(r.size, w.c0, np.int64)
-    a = np.minimum(a, w.c1)
     count = w.c1 - a
     if wide_steps is None:
         nw = np.zeros(r.size, np.int64)
