@@ -232,14 +232,9 @@ def test_plan_all_wide_or_all_narrow(steps):
 def protein_job(mode, traceback, seed, longest, count):
     """A job of ``count`` random proteins of 5 to ``longest`` residues, and a
     GPU backend made without a device (planning needs none)."""
-    from pairalign.job import Job, SortedSet
-    from pairalign.scoring import Scoring
-
     rng = np.random.default_rng(seed)
-    scoring = Scoring.create("protein")
-    seqs = ["".join(rng.choice(list("ACDEFGHIKLMNPQRSTVWY"), int(k)))
-            for k in rng.integers(5, longest, count)]
-    return Job(mode, scoring, traceback, SortedSet.encode(seqs, scoring)), GPUBackend.planner()
+    return (lengths_job(rng.integers(5, longest, count), traceback, mode, rng),
+            GPUBackend.planner())
 
 
 @pytest.mark.parametrize("traceback", [False, True])
@@ -268,12 +263,13 @@ def test_plan_of_a_job_sizes_windows_without_a_device(traceback):
     assert packed and unpacked
 
 
-def lengths_job(lengths, traceback=False, mode="local"):
-    """A protein job of random sequences of these lengths."""
+def lengths_job(lengths, traceback=False, mode="local", rng=None):
+    """A protein job of random sequences of these lengths (residues drawn
+    from ``rng``)."""
     from pairalign.job import Job, SortedSet
     from pairalign.scoring import Scoring
 
-    rng = np.random.default_rng(7)
+    rng = np.random.default_rng(7) if rng is None else rng
     scoring = Scoring.create("protein")
     seqs = ["".join(rng.choice(list("ACDEFGHIKLMNPQRSTVWY"), int(k))) for k in lengths]
     return Job(mode, scoring, traceback, SortedSet.encode(seqs, scoring))
