@@ -100,4 +100,4 @@ class Job:
 
     def score_dtype(self, w: Window) -> np.dtype:
         n, m = self.window_extent(w)
-        return self.scoring.score_dtype(n, m)
+        return self.scoring.score_dtype(n, m, self.mode)

@@ -137,40 +137,61 @@ class Scoring:
         """The largest absolute value in the matrix."""
         return int(np.abs(self.matrix).max())
 
-    def score_bound(self, n: int, m: int) -> int:
-        """An upper bound on ``|H|`` for any cell of an ``n x m`` alignment.
+    def score_bound(self, n: int, m: int, mode: str = "global") -> int:
+        """An upper bound on ``|H|`` for any cell of an ``n x m`` alignment in
+        ``mode`` (``"global"``, the widest, by default).
 
         From above, a path to cell ``(i, j)`` holds at most ``min(i, j)``
         aligned pairs and gaps cost: ``H <= max(0, best score) * min(n, m)``.
-        From below, ``H`` is the best of all paths, so at least the score of
-        the path of two gaps (global mode; the other modes' free starts only
-        raise it): ``H >= -(2 * gap_open + gap_extend * (n + m))``. A pair
-        that runs on past its end in padding beside a longer neighbour (a
-        couple, a CPU task) stays within the neighbour's bound: its values
-        fall below its own by at most the longer gap, and the gap side grows
-        with ``n + m``.
+        From below, ``H`` is the best of all paths, so at least one path's
+        score: in global mode the path of two gaps, ``-(2 * gap_open +
+        gap_extend * (n + m))``; in semiglobal mode the gap straight from the
+        nearer free edge, ``-(gap_open + gap_extend * min(n, m))``; in local
+        mode 0.
+
+        A pair that runs on past its end in padding beside a longer
+        neighbour (a couple, a CPU task) may leave these bounds there, and
+        in semiglobal mode wrap: no real cell reads a padding cell (padding
+        is below a query's last row and right of a target's last column,
+        and a cell reads only up and left), and local mode's ``H >= 0``
+        keeps its padding in range for the end-cell maximum, which reads
+        every cell.
+
+        Examples
+        --------
+        >>> sc = Scoring.create("dna")
+        >>> int(sc.score_bound(4000, 4000)), int(sc.score_bound(4000, 4000, "local"))
+        (16010, 8000)
         """
         best = max(int(self.matrix.max()), 0)
-        return np.maximum(best * np.minimum(n, m),
-                          2 * self.gap_open + self.gap_extend * (n + m))
+        short = np.minimum(n, m)
+        if mode == "local":
+            return best * short
+        if mode == "semiglobal":
+            return np.maximum(best * short, self.gap_open + self.gap_extend * short)
+        if mode != "global":
+            raise OptionError(f"unknown mode {mode!r}: expected one of global, semiglobal, local")
+        return np.maximum(best * short, 2 * self.gap_open + self.gap_extend * (n + m))
 
-    def _bound_with_gap(self, n, m):
+    def _bound_with_gap(self, n, m, mode="global"):
         """:meth:`score_bound` with room for a gap and an aligned pair more
         (the terms a cell adds to its neighbours' values before the max)."""
-        return (self.score_bound(n, m) + self.gap_open + self.gap_extend
+        return (self.score_bound(n, m, mode) + self.gap_open + self.gap_extend
                 + self.max_abs_score)
 
-    def fits_int16(self, n, m):
-        """Whether every score of ``n x m`` alignments fits 16 bits (with room for
-        a gap more); ``n`` and ``m`` may be integers or NumPy arrays."""
-        return ((self._bound_with_gap(n, m) < INT16_LIMIT) & (n < INT16_LIMIT)
+    def fits_int16(self, n, m, mode: str = "global"):
+        """Whether every score of ``n x m`` alignments in ``mode`` fits 16
+        bits (with room for a gap more); ``n`` and ``m`` may be integers or
+        NumPy arrays."""
+        return ((self._bound_with_gap(n, m, mode) < INT16_LIMIT) & (n < INT16_LIMIT)
                 & (m < INT16_LIMIT))
 
-    def score_dtype(self, n: int, m: int) -> np.dtype:
-        """int16 where every score of an ``n x m`` alignment fits, else int32."""
-        if self.fits_int16(n, m):
+    def score_dtype(self, n: int, m: int, mode: str = "global") -> np.dtype:
+        """int16 where every score of an ``n x m`` alignment in ``mode`` fits,
+        else int32."""
+        if self.fits_int16(n, m, mode):
             return np.dtype(np.int16)
-        if self._bound_with_gap(n, m) < INT32_LIMIT:
+        if self._bound_with_gap(n, m, mode) < INT32_LIMIT:
             return np.dtype(np.int32)
         raise OptionError(f"scores of a {n} x {m} alignment could overflow 32 bits")
 

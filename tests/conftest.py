@@ -52,13 +52,13 @@ def assert_same_pairs(got, want) -> None:
 DNA_MM_LETTERS = "ACGTRYKMSWBDHVN"
 
 
-def int16_edge(scoring, other=None) -> int:
-    """The longest ``n`` whose ``n x other`` alignments still take 16 bits
-    (``other=None``: ``n x n``), as the scoring's own rule decides."""
+def int16_edge(scoring, other=None, mode="global") -> int:
+    """The longest ``n`` whose ``n x other`` alignments in ``mode`` still take
+    16 bits (``other=None``: ``n x n``), as the scoring's own rule decides."""
     from pairalign.scoring import INT16_LIMIT
 
     n = np.arange(1, INT16_LIMIT)
-    fits = scoring.fits_int16(n, n if other is None else other)
+    fits = scoring.fits_int16(n, n if other is None else other, mode)
     return int(n[fits].max())
 
 

@@ -948,14 +948,14 @@ def test_packed_near_16_bit_limit(monkeypatch, pack_tail, mode, traceback):
 @pytest.mark.parametrize("mode", ["global", "semiglobal", "local"])
 @pytest.mark.parametrize("traceback", [True, False])
 def test_packed_dna_at_16_bit_edge(monkeypatch, pack_tail, mode, traceback):
-    """DNA reads (2/-3, gaps 5/2) of the longest length that takes 16 bits,
-    identical, 10% mutated and unrelated, and (alone) a read at the edge
-    against reads of 20 bases, all two a warp in 16-bit halves: the CPU's
-    results."""
+    """DNA reads (2/-3, gaps 5/2) of the longest length that takes 16 bits in
+    the mode (3,994 bp global, 7,992 semiglobal, 7,994 local), identical,
+    10% mutated and unrelated, and (alone) a read at the edge against reads
+    of 20 bases, all two a warp in 16-bit halves: the CPU's results."""
     monkeypatch.setattr(gpu_backend, "WIDE_STEPS_SCORE_ONLY", 0)
     monkeypatch.setattr(gpu_backend, "WIDE_STEPS", 0)
     scoring = Scoring.create("dna")
-    w, far = int16_edge(scoring), int16_edge(scoring, 20)
+    w, far = int16_edge(scoring, mode=mode), int16_edge(scoring, 20, mode)
     rng = np.random.default_rng(9)
     read = rng.choice(list("ACGT"), w)
     mutated = np.where(rng.random(w) < 0.1, rng.choice(list("ACGT"), w), read)
@@ -970,6 +970,30 @@ def test_packed_dna_at_16_bit_edge(monkeypatch, pack_tail, mode, traceback):
     cpu = pairalign.align_many(query, short, backend="cpu", **kw)
     gpu = pairalign.align_many(query, short, backend="gpu", **kw)
     assert_same(cpu, gpu)
+
+
+@pytest.mark.parametrize("mode", ["semiglobal", "local"])
+@pytest.mark.parametrize("traceback", [True, False])
+def test_packed_padding_past_the_wrap(monkeypatch, pack_tail, mode, traceback):
+    """Short pairs beside a 15,000-base neighbour in 16 bits (local and
+    semiglobal bounds hold no gap term in n + m), as target couples and as
+    query couples: in semiglobal mode the short one's padding wraps past
+    -32,768 (gaps of 40/4), and no real cell reads it. The CPU's results."""
+    monkeypatch.setattr(gpu_backend, "WIDE_STEPS_SCORE_ONLY", 0)
+    monkeypatch.setattr(gpu_backend, "WIDE_STEPS", 0)
+    rng = np.random.default_rng(12)
+    read = "".join(rng.choice(list("ACGT"), 100))
+    long = "".join(rng.choice(list("ACGT"), 7_000)) + read + "".join(
+        rng.choice(list("ACGT"), 7_900))
+    short = [read[:50], read[30:90], "".join(rng.choice(list("ACGT"), 70)), read,
+             read[::-1]]
+    kw = dict(mode=mode, traceback=traceback, gap_open=40, gap_extend=4)
+    for queries, targets in (([read, read[5:]], [long] + short),
+                             ([long] + short, [read, read[5:]])):
+        cpu = pairalign.align_many(queries, targets, backend="cpu", **kw)
+        gpu = pairalign.align_many(queries, targets, backend="gpu", **kw)
+        assert gpu.scores.max() == 200
+        assert_same(cpu, gpu)
 
 
 @pytest.mark.parametrize("triangle", [True, False])

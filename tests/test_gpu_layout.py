@@ -304,7 +304,7 @@ def test_few_long_pairs_do_not_pack(tail_rule, monkeypatch):
     k = job.rows.lengths
     w = make_window(k, k, 0, len(k), 0, len(k), True)
     n, m, packed = packed_pairs(job, w, traceback)
-    fits = job.scoring.fits_int16(n, m)
+    fits = job.scoring.fits_int16(n, m, job.mode)
     rows, group = gpu_backend._pack_shape(traceback, "local")
     long = -(-n // (rows * group)) * m > 8192
     assert (fits & long).sum() >= 6  # the 4,560 against each of the six fits
@@ -326,7 +326,7 @@ def test_many_long_pairs_pack(tail_rule):
     job = lengths_job(lengths, traceback)
     k = job.rows.lengths
     n, m, packed = packed_pairs(job, make_window(k, k, 0, 300, 0, 300, True), traceback)
-    assert packed.all() and job.scoring.fits_int16(n, m).all()
+    assert packed.all() and job.scoring.fits_int16(n, m, job.mode).all()
     small = make_window(k, k, 0, 4, 4, 300, False)
     n, m, packed = packed_pairs(job, small, traceback)
     assert not packed.any()
@@ -354,7 +354,7 @@ def test_packs_is_a_subset_of_fits16_and_monotone(seed, longest, count, tracebac
             n = np.repeat(k[w.r0:w.r1], w.c1 - w.c0)
             m = np.tile(k[w.c0:w.c1], w.r1 - w.r0)
             packed = np.asarray(fits(n, m), bool)
-            assert not (packed & ~job.scoring.fits_int16(n, m)).any()
+            assert not (packed & ~job.scoring.fits_int16(n, m, job.mode)).any()
             grid = packed.reshape(w.r1 - w.r0, w.c1 - w.c0)  # columns longest first
             assert (np.diff(grid.astype(np.int8), axis=1) >= 0).all()
     finally:

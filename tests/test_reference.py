@@ -16,6 +16,7 @@ lengths, mode-specific shape, and CIGAR strings through
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 import numpy as np
 import pytest
@@ -463,12 +464,15 @@ def test_int16_near_limit(mode, parasail_ref, check_result):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_int16_near_limit_dna(mode, parasail_ref, check_result):
-    """DNA (match/mismatch 2/-3, gaps 5/2) at its 16-bit edge: the longest
-    equal length that takes 16 bits, identical, mutated and random; and the
-    longest read that takes 16 bits against 20 bases."""
+    """DNA (match/mismatch 2/-3, gaps 5/2) at its 16-bit edge in each mode
+    (3,994 bp global; local and semiglobal, bounded by the shorter sequence
+    alone, 7,994 and 7,992 bp): the longest equal length that takes 16 bits,
+    identical, mutated and random; and the longest read that takes 16 bits
+    against 20 bases."""
     sc = Scoring.create("dna")
-    w = int16_edge(sc)
-    assert sc.score_dtype(w, w) == np.int16 and sc.score_dtype(w + 1, w + 1) == np.int32
+    w = int16_edge(sc, mode=mode)
+    assert sc.score_dtype(w, w, mode) == np.int16
+    assert sc.score_dtype(w + 1, w + 1, mode) == np.int32
     rng = np.random.default_rng(8)
     read = "".join(rng.choice(list("ACGT"), w))
     flip = rng.random(w) < 0.1
@@ -476,9 +480,11 @@ def test_int16_near_limit_dna(mode, parasail_ref, check_result):
     seqs = [read, read, mutated, "".join(rng.choice(list("ACGT"), w - 7))]
     res = pairalign.align_all(seqs, mode=mode, **CPU)
     assert res.scores[0, 1] == 2 * w
+    if mode != "global":
+        assert res.scores[0, 1] > INT16_LIMIT - 20
     assert_parasail(res)
     check_result(res)
-    far = int16_edge(sc, 20)
+    far = int16_edge(sc, 20, mode)
     short = ["".join(rng.choice(list("ACGT"), 20)) for _ in range(3)]
     res = pairalign.align_many(["".join(rng.choice(list("ACGT"), far))], short, mode=mode,
                                **CPU)
@@ -486,6 +492,32 @@ def test_int16_near_limit_dna(mode, parasail_ref, check_result):
     check_result(res)
     if mode == "global":
         assert res.scores.min() < -(INT16_LIMIT - 200)
+
+
+@pytest.mark.parametrize("mode", ["semiglobal", "local"])
+@pytest.mark.parametrize("flip", [False, True], ids=["targets", "queries"])
+def test_int16_padding_past_the_wrap(mode, flip, parasail_ref, check_result):
+    """Local and semiglobal bounds hold no gap term in n + m, so short pairs
+    take 16 bits beside a 15,000-base neighbour, and their padding out to
+    its length (a CPU task's lanes, a GPU couple) falls by 4 a column from
+    gaps of 40/4: in semiglobal mode it wraps past -32,768, and no real
+    cell reads it. Scores and alignments as parasail's."""
+    sc = Scoring.create("dna", gap_open=40, gap_extend=4)
+    assert sc.score_dtype(100, 15_000, mode) == np.int16
+    assert sc.score_dtype(100, 15_000) == np.int32
+    rng = np.random.default_rng(12)
+    read = "".join(rng.choice(list("ACGT"), 100))
+    long = "".join(rng.choice(list("ACGT"), 7_000)) + read + "".join(
+        rng.choice(list("ACGT"), 7_900))
+    short = [read[:50], read[30:90], "".join(rng.choice(list("ACGT"), 70)), read]
+    queries, targets = [read], [long] + short
+    if flip:
+        queries, targets = targets, queries
+    res = pairalign.align_many(queries, targets, mode=mode, gap_open=40, gap_extend=4, **CPU)
+    assert res.scoring.alphabet == "dna" and res.scoring.gap_extend == 4
+    assert res.scores.max() == 200
+    assert_parasail(res)
+    check_result(res)
 
 
 def _dp_extremes(a: np.ndarray, b: np.ndarray, matrix: np.ndarray, go: int, ge: int,
@@ -517,7 +549,7 @@ def test_score_bound_holds(data):
     and F of real alignments, worked out cell by cell: residues drawn from a
     few letters (long runs of the best pair included), any matrix or
     match/mismatch scores (negative matches too), gap costs from 0 to 40,
-    every mode."""
+    every mode, each against its own mode's bound."""
     name = data.draw(st.sampled_from(MATRIX_NAMES + ("match/mismatch",)))
     go = data.draw(st.integers(0, 40))
     ge = data.draw(st.integers(0, go))
@@ -533,7 +565,8 @@ def test_score_bound_holds(data):
     y = data.draw(st.text(letters, min_size=1, max_size=24))
     mode = data.draw(st.sampled_from(MODES))
     top = _dp_extremes(sc.encode(x), sc.encode(y), sc.matrix, go, ge, mode)
-    assert top <= sc.score_bound(len(x), len(y)) + go + ge
+    assert top <= sc.score_bound(len(x), len(y), mode) + go + ge
+    assert sc.score_bound(len(x), len(y), mode) <= sc.score_bound(len(x), len(y))
 
 
 def test_fits_int16_on_arrays():
@@ -541,11 +574,11 @@ def test_fits_int16_on_arrays():
     scalar one that picks a window's score type."""
     rng = np.random.default_rng(5)
     n, m = rng.integers(1, 4000, 500), rng.integers(1, 4000, 500)
-    for go, ge in ((11, 1), (40, 40), (0, 0)):
+    for (go, ge), mode in itertools.product(((11, 1), (40, 40), (0, 0)), MODES):
         sc = Scoring.create("protein", gap_open=go, gap_extend=ge)
-        want = [sc.score_dtype(int(a), int(b)) == np.int16 for a, b in zip(n, m)]
-        assert sc.fits_int16(n, m).tolist() == want
-        assert any(want) or go == 40
+        want = [sc.score_dtype(int(a), int(b), mode) == np.int16 for a, b in zip(n, m)]
+        assert sc.fits_int16(n, m, mode).tolist() == want
+        assert any(want) or (go == 40 and mode == "global")
 
 
 @pytest.mark.parametrize("mode", MODES)

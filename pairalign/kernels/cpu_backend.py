@@ -92,7 +92,7 @@ class CPUBackend:
         L16, L32 = cpu.LANES[2], cpu.LANES[4]
         plan16 = _plan(w, L16, lengths, col_base)
         n16 = lengths[plan16["row"]]
-        need32 = _needs_int32(job.scoring, n16, plan16["M"])
+        need32 = ~job.scoring.fits_int16(n16, plan16["M"], job.mode)
         done = 0
         if not need32.all():
             done += self._run(job, state, w, _subset(plan16, ~need32), np.dtype(np.int16),
@@ -106,7 +106,7 @@ class CPUBackend:
             plan32 = _subset(plan32, keep)
             n32 = lengths[plan32["row"]]
             for n, m in set(zip(n32.tolist(), plan32["M"].tolist())):
-                job.scoring.score_dtype(n, m)  # raises where 32 bits could overflow
+                job.scoring.score_dtype(n, m, job.mode)  # raises where 32 bits could overflow
             done += self._run(job, state, w, plan32, np.dtype(np.int32),
                               first, row_start, op_off, out, op_code, op_len)
         assert done == n_pairs
@@ -183,15 +183,3 @@ def _subset(plan: dict, keep: np.ndarray) -> dict:
     for k in ("row", "chunk", "lane0", "M"):
         out[k] = plan[k][keep]
     return out
-
-
-def _needs_int32(scoring, n: np.ndarray, m: np.ndarray) -> np.ndarray:
-    """Per task: whether 16-bit scores could overflow (Scoring.score_dtype's rule)."""
-    out = np.zeros(len(n), bool)
-    if len(n) == 0:
-        return out
-    key = n.astype(np.int64) * (1 << 32) + m
-    uniq, inv = np.unique(key, return_inverse=True)
-    wide = np.array([scoring.score_dtype(int(u >> 32), int(u & 0xFFFFFFFF)).itemsize > 2
-                     for u in uniq])
-    return wide[inv]

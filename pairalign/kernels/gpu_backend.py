@@ -463,7 +463,9 @@ def packs(job: Job, lengths: JobLengths, w: Window, traceback: bool) -> Callable
     every shorter target once true for one): those whose scores fit 16 bits,
     less, in a window where they are too few to pay for their tail, those of
     more than PACK_TAIL_STEPS (PACK_TAIL_STEPS_TRACEBACK) packed steps."""
-    fits16 = job.scoring.fits_int16
+    def fits16(n, m):
+        return job.scoring.fits_int16(n, m, job.mode)
+
     tail = PACK_TAIL_STEPS_TRACEBACK if traceback else PACK_TAIL_STEPS
     if tail is None:
         return fits16
@@ -840,8 +842,8 @@ class GPUBackend:
         rows, cols = job.rows.lengths, job.col_set.lengths
         if not len(rows) or not len(cols):
             return
-        widths = {job.scoring.score_dtype(int(rows.min()), int(cols.min())),
-                  job.scoring.score_dtype(int(rows.max()), int(cols.max()))}
+        widths = {job.scoring.score_dtype(int(rows.min()), int(cols.min()), job.mode),
+                  job.scoring.score_dtype(int(rows.max()), int(cols.max()), job.mode)}
         for dtype in widths:
             key = _module_key(dtype, job.mode_code)
             if key in self._modules or key in self._compiling:
