@@ -295,8 +295,11 @@ def tail_rule(request, monkeypatch):
 def test_few_long_pairs_do_not_pack(tail_rule, monkeypatch):
     """A window where the pairs of long packed steps are few (a protein of
     4,560 residues against ones of 950-1,450 beside 300 short ones, as the
-    proteome's): those run unpacked, every other pair that fits 16 bits
-    packs; with PACK_TAIL_STEPS None, every pair that fits packs."""
+    proteome's): score-only, those run unpacked and every other pair that
+    fits 16 bits packs; with traceback, where they hold a small share of
+    the window's cells, every pair that fits packs, and with the share
+    rule off they run unpacked too. With PACK_TAIL_STEPS None, every pair
+    that fits packs."""
     traceback = tail_rule
     rng = np.random.default_rng(3)
     lengths = np.concatenate([[4560], rng.integers(950, 1450, 6), rng.integers(50, 400, 300)])
@@ -308,6 +311,11 @@ def test_few_long_pairs_do_not_pack(tail_rule, monkeypatch):
     rows, group = gpu_backend._pack_shape(traceback, "local")
     long = -(-n // (rows * group)) * m > 8192
     assert (fits & long).sum() >= 6  # the 4,560 against each of the six fits
+    if traceback:
+        assert (n * m)[long].sum() < 0.1 * (n * m).sum()
+        assert np.array_equal(packed, fits)
+        monkeypatch.setattr(gpu_backend, "PACK_TAIL_SHARE_TRACEBACK", 0)
+        packed = packed_pairs(job, w, traceback)[2]
     assert not (packed & long).any()
     assert np.array_equal(packed, fits & ~long)
     for name in ("PACK_TAIL_STEPS", "PACK_TAIL_STEPS_TRACEBACK"):
@@ -330,6 +338,29 @@ def test_many_long_pairs_pack(tail_rule):
     small = make_window(k, k, 0, 4, 4, 300, False)
     n, m, packed = packed_pairs(job, small, traceback)
     assert not packed.any()
+
+
+def test_long_reads_with_traceback_unpack():
+    """With traceback, a window of long DNA reads alone (semiglobal, 4-7.9 kb,
+    which take 16 bits by the mode's bound), as few as a traceback window
+    holds: too few cells a step to pay for their packed steps, and no other
+    pairs beside them, so none packs; as many as a score-only window holds,
+    every one packs."""
+    from pairalign.job import Job, SortedSet
+    from pairalign.scoring import Scoring
+
+    rng = np.random.default_rng(11)
+    scoring = Scoring.create("dna")
+    lengths = np.sort(rng.integers(4000, 7900, 300))[::-1]
+    seqs = ["".join(rng.choice(list("ACGT"), int(k))) for k in lengths]
+    for traceback, (r1, c0), want in ((True, (4, 4), False), (False, (300, 0), True)):
+        job = Job("semiglobal", scoring, traceback, SortedSet.encode(seqs, scoring))
+        k = job.rows.lengths
+        w = make_window(k, k, 0, r1, c0, 300, c0 == 0)
+        n, m, packed = packed_pairs(job, w, traceback)
+        assert job.scoring.fits_int16(n, m, "semiglobal").all()
+        assert not job.scoring.fits_int16(n, m).all()  # v56's bound: not all
+        assert packed.all() if want else not packed.any()
 
 
 @settings(max_examples=60, deadline=None)

@@ -68,11 +68,18 @@ PACKED_TRACEBACK = True
 #: ms. None: every pair that fits 16 bits packs.
 PACK_TAIL_STEPS: int | None = 8192
 PACK_TAIL_CELLS_A_STEP = 470_000
-#: The same with traceback, off: the packed step is 16 rows there, and the
-#: unpacked traceback kernels are the slower; the proteome's GPU time with
-#: traceback, 119 ms with every fitting pair packed, was 125.6-127.7 ms
-#: with 8192.
-PACK_TAIL_STEPS_TRACEBACK: int | None = None
+#: The same with traceback, where the unpacked kernels are the slower: the
+#: proteome's GPU time with traceback, 119-121 ms with every fitting pair
+#: packed, was 131-139 ms with its pairs of 4,560 x 950-1,452 unpacked. So
+#: with traceback, long pairs that hold less than PACK_TAIL_SHARE_TRACEBACK
+#: of their window's cells pack whatever their count: the window's other
+#: pairs run beside them. Where they are most of it, as reads of 4-7.9 kb
+#: whose traceback holds a window to ~1,200 pairs (~150 packed warps), they
+#: pack only past PACK_TAIL_CELLS_A_STEP_TRACEBACK cells a step: every one
+#: packed, their windows took 3.63 s against 2.16 s unpacked (H100, v57).
+PACK_TAIL_STEPS_TRACEBACK: int | None = 8192
+PACK_TAIL_CELLS_A_STEP_TRACEBACK = 470_000
+PACK_TAIL_SHARE_TRACEBACK = 0.5
 #: Windows pack, besides, two queries (rows 2k and 2k + 1 of a window) against
 #: each target both pack (query couples, the packed kernel's first warps):
 #: both halves take one target residue a column, so each row's two scores are
@@ -462,7 +469,9 @@ def packs(job: Job, lengths: JobLengths, w: Window, traceback: bool) -> Callable
     """Which pairs of window ``w`` run packed, as ``fits(n, m)`` (true for
     every shorter target once true for one): those whose scores fit 16 bits,
     less, in a window where they are too few to pay for their tail, those of
-    more than PACK_TAIL_STEPS (PACK_TAIL_STEPS_TRACEBACK) packed steps."""
+    more than PACK_TAIL_STEPS (PACK_TAIL_STEPS_TRACEBACK) packed steps. With
+    traceback, only where they hold at least PACK_TAIL_SHARE_TRACEBACK of
+    the window's cells."""
     def fits16(n, m):
         return job.scoring.fits_int16(n, m, job.mode)
 
@@ -486,9 +495,15 @@ def packs(job: Job, lengths: JobLengths, w: Window, traceback: bool) -> Callable
     some = hi > lo
     if not some.any():
         return fits16
-    cells = int((n[some] * (lengths.col_prefix[hi[some]] - lengths.col_prefix[lo[some]])).sum())
+    prefix = lengths.col_prefix
+    cells = int((n[some] * (prefix[hi[some]] - prefix[lo[some]])).sum())
     longest = int(steps(n[some], lengths.cols[lo[some]]).max())
-    if cells >= PACK_TAIL_CELLS_A_STEP * longest:
+    if traceback:
+        window = int((n * (prefix[w.c1] - prefix[a])).sum())
+        if (cells >= PACK_TAIL_CELLS_A_STEP_TRACEBACK * longest
+                or cells < PACK_TAIL_SHARE_TRACEBACK * window):
+            return fits16
+    elif cells >= PACK_TAIL_CELLS_A_STEP * longest:
         return fits16
     return lambda n, m: fits16(n, m) & short(n, m)
 
