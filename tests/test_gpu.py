@@ -911,13 +911,12 @@ def test_query_target_rectangle(data_dir):
 
 @pytest.fixture(params=[None, 8192], ids=["all packed", "tail rule"])
 def pack_tail(request, monkeypatch):
-    """Score-only, every pair that fits 16 bits packed (PACK_TAIL_STEPS None),
-    or packs' rule (the default: a window's few pairs of long packed steps
-    run unpacked, in 16 bits); with traceback the rule is off
-    (PACK_TAIL_STEPS_TRACEBACK None), so once."""
-    if request.param and request.node.callspec.params.get("traceback"):
-        pytest.skip("with traceback every pair that fits 16 bits packs")
+    """Every pair that fits 16 bits packed (PACK_TAIL_STEPS and
+    PACK_TAIL_STEPS_TRACEBACK None), or packs' rule (the default: a window's
+    few pairs of long packed steps, or with traceback its long pairs alone,
+    run unpacked, in 16 bits)."""
     monkeypatch.setattr(gpu_backend, "PACK_TAIL_STEPS", request.param)
+    monkeypatch.setattr(gpu_backend, "PACK_TAIL_STEPS_TRACEBACK", request.param)
     return request.param
 
 
