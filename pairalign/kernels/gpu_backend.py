@@ -69,7 +69,7 @@ PACKED_TRACEBACK = True
 PACK_TAIL_STEPS: int | None = 8192
 PACK_TAIL_CELLS_A_STEP = 470_000
 #: The same with traceback, where the unpacked kernels are the slower: the
-#: proteome's GPU time with traceback, 119-121 ms with every fitting pair
+#: proteome's GPU time with traceback, 117-124 ms with every fitting pair
 #: packed, was 131-139 ms with its pairs of 4,560 x 950-1,452 unpacked. So
 #: with traceback, long pairs that hold less than PACK_TAIL_SHARE_TRACEBACK
 #: of their window's cells pack whatever their count: the window's other
