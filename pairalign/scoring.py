@@ -150,12 +150,10 @@ class Scoring:
         mode 0.
 
         A pair that runs on past its end in padding beside a longer
-        neighbour (a couple, a CPU task) may leave these bounds there, and
-        in semiglobal mode wrap: no real cell reads a padding cell (padding
-        is below a query's last row and right of a target's last column,
-        and a cell reads only up and left), and local mode's ``H >= 0``
-        keeps its padding in range for the end-cell maximum, which reads
-        every cell.
+        neighbour (a couple, a CPU task) stays within the neighbour's bound:
+        every lower bound above is the score of a path of gaps from a free
+        edge or of none, which padding leaves as it is, and the pad scores
+        (negative) only lower the upper one.
 
         Examples
         --------

@@ -973,11 +973,11 @@ def test_packed_dna_at_16_bit_edge(monkeypatch, pack_tail, mode, traceback):
 
 @pytest.mark.parametrize("mode", ["semiglobal", "local"])
 @pytest.mark.parametrize("traceback", [True, False])
-def test_packed_padding_past_the_wrap(monkeypatch, pack_tail, mode, traceback):
+def test_packed_short_beside_long(monkeypatch, pack_tail, mode, traceback):
     """Short pairs beside a 15,000-base neighbour in 16 bits (local and
-    semiglobal bounds hold no gap term in n + m), as target couples and as
-    query couples: in semiglobal mode the short one's padding wraps past
-    -32,768 (gaps of 40/4), and no real cell reads it. The CPU's results."""
+    semiglobal bounds hold no gap term in n + m: 60,000 by v56's bound at
+    gaps of 40/4), as target couples and as query couples, each padded to
+    its neighbour's length. The CPU's results."""
     monkeypatch.setattr(gpu_backend, "WIDE_STEPS_SCORE_ONLY", 0)
     monkeypatch.setattr(gpu_backend, "WIDE_STEPS", 0)
     rng = np.random.default_rng(12)

@@ -496,12 +496,11 @@ def test_int16_near_limit_dna(mode, parasail_ref, check_result):
 
 @pytest.mark.parametrize("mode", ["semiglobal", "local"])
 @pytest.mark.parametrize("flip", [False, True], ids=["targets", "queries"])
-def test_int16_padding_past_the_wrap(mode, flip, parasail_ref, check_result):
-    """Local and semiglobal bounds hold no gap term in n + m, so short pairs
-    take 16 bits beside a 15,000-base neighbour, and their padding out to
-    its length (a CPU task's lanes, a GPU couple) falls by 4 a column from
-    gaps of 40/4: in semiglobal mode it wraps past -32,768, and no real
-    cell reads it. Scores and alignments as parasail's."""
+def test_int16_short_beside_long(mode, flip, parasail_ref, check_result):
+    """Local and semiglobal bounds hold no gap term in n + m, so a read of
+    100 bases against one of 15,000 takes 16 bits at gaps of 40/4 (60,000 by
+    v56's bound), and short pairs run beside it in its task, padded to its
+    length. Scores and alignments as parasail's."""
     sc = Scoring.create("dna", gap_open=40, gap_extend=4)
     assert sc.score_dtype(100, 15_000, mode) == np.int16
     assert sc.score_dtype(100, 15_000) == np.int32
@@ -516,6 +515,37 @@ def test_int16_padding_past_the_wrap(mode, flip, parasail_ref, check_result):
     res = pairalign.align_many(queries, targets, mode=mode, gap_open=40, gap_extend=4, **CPU)
     assert res.scoring.alphabet == "dna" and res.scoring.gap_extend == 4
     assert res.scores.max() == 200
+    assert_parasail(res)
+    check_result(res)
+
+
+@given(data=st.data())
+@settings(deadline=None, max_examples=30,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+def test_int16_short_beside_long_random(data, parasail_ref, check_result):
+    """Random reads of 1-60 bases against targets of 1-60 and one of
+    1,700-2,500 (part of it a query's), local and semiglobal, gap extends of
+    20-30: every pair takes 16 bits by its mode's bound (not by the global
+    one), the short targets padded to the long one's length in its task.
+    Scores as parasail's, alignments rescored."""
+    mode = data.draw(st.sampled_from(["semiglobal", "local"]))
+    ge = data.draw(st.integers(20, 30))
+    go = data.draw(st.integers(ge, 40))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+
+    def reads(count):
+        return ["".join(rng.choice(list("ACGT"), int(k))) for k in rng.integers(1, 61, count)]
+
+    queries = reads(int(rng.integers(1, 4)))
+    cut = int(rng.integers(0, 1_700))
+    long = "".join(rng.choice(list("ACGT"), int(rng.integers(1_700, 2_501))))
+    long = long[:cut] + queries[0] + long[cut:]
+    targets = reads(int(rng.integers(1, 7)))
+    targets.insert(int(rng.integers(0, len(targets) + 1)), long)
+    sc = Scoring.create("dna", gap_open=go, gap_extend=ge)
+    assert sc.fits_int16(60, len(long), mode) and not sc.fits_int16(60, len(long))
+    res = pairalign.align_many(queries, targets, mode=mode, gap_open=go, gap_extend=ge,
+                               **CPU)
     assert_parasail(res)
     check_result(res)
 
@@ -549,7 +579,14 @@ def test_score_bound_holds(data):
     and F of real alignments, worked out cell by cell: residues drawn from a
     few letters (long runs of the best pair included), any matrix or
     match/mismatch scores (negative matches too), gap costs from 0 to 40,
-    every mode, each against its own mode's bound."""
+    every mode, each against its own mode's bound.
+
+    And of padded ones: a pair that runs on beside a longer neighbour (a
+    CPU task's lanes, a GPU couple) fills rows and columns past its ends
+    with a pad score (-128 in the GPU's byte profiles, down to -16,384 on
+    the CPU). Every cell of that rectangle stays within the bound of the
+    rectangle's size: the lower bounds come from the free edges and gaps,
+    which padding leaves as they are, and pad scores only lower H."""
     name = data.draw(st.sampled_from(MATRIX_NAMES + ("match/mismatch",)))
     go = data.draw(st.integers(0, 40))
     ge = data.draw(st.integers(0, go))
@@ -567,6 +604,15 @@ def test_score_bound_holds(data):
     top = _dp_extremes(sc.encode(x), sc.encode(y), sc.matrix, go, ge, mode)
     assert top <= sc.score_bound(len(x), len(y), mode) + go + ge
     assert sc.score_bound(len(x), len(y), mode) <= sc.score_bound(len(x), len(y))
+    rows, cols = data.draw(st.integers(0, 20)), data.draw(st.integers(0, 20))
+    pad = data.draw(st.sampled_from([-128, -8192, -16384]))
+    k = len(sc.matrix)
+    padded = np.full((k + 1, k + 1), pad, np.int64)
+    padded[:k, :k] = sc.matrix
+    a = np.concatenate([sc.encode(x), np.full(rows, k)]).astype(np.int64)
+    b = np.concatenate([sc.encode(y), np.full(cols, k)]).astype(np.int64)
+    top = _dp_extremes(a, b, padded, go, ge, mode)
+    assert top <= sc.score_bound(len(a), len(b), mode) + go + ge
 
 
 def test_fits_int16_on_arrays():
