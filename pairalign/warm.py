@@ -20,9 +20,11 @@ import numpy as np
 
 from .kernels.conventions import MODES
 
-#: Sequences long enough that their scores need 32 bits (the kernels' other width).
+#: Sequences long enough that their scores need 32 bits (the kernels' other
+#: width) in every mode: DNA of equal length takes 16 bits to 7,994 bp in
+#: local mode (``Scoring.score_bound``), proteins to 1,452 residues.
 LONG_PROTEIN = 3_200
-LONG_READ = 6_000
+LONG_READ = 8_200
 
 
 @dataclass(frozen=True)

@@ -62,6 +62,17 @@ def _warm_then_user_runs(tmp_path: Path, backend: str) -> tuple[str, str]:
     return numba, cupy
 
 
+@pytest.mark.parametrize("mode", ["global", "semiglobal", "local"])
+def test_warm_long_sequences_take_32_bits(mode):
+    """warm's long protein and long read pairs need 32-bit scores in every
+    mode, so that it compiles both widths for both inputs."""
+    from pairalign.scoring import Scoring
+    from pairalign.warm import LONG_PROTEIN, LONG_READ
+
+    for alphabet, n in (("protein", LONG_PROTEIN - 7), ("dna", LONG_READ)):
+        assert Scoring.create(alphabet).score_dtype(n, n, mode) == np.int32
+
+
 def test_warm_compiles_what_later_runs_take(tmp_path):
     assert _warm_then_user_runs(tmp_path, "cpu") == ("[]", "[]")
 
