@@ -498,13 +498,13 @@ def packs(job: Job, lengths: JobLengths, w: Window, traceback: bool) -> Callable
     prefix = lengths.col_prefix
     cells = int((n[some] * (prefix[hi[some]] - prefix[lo[some]])).sum())
     longest = int(steps(n[some], lengths.cols[lo[some]]).max())
-    if traceback:
-        window = int((n * (prefix[w.c1] - prefix[a])).sum())
-        if (cells >= PACK_TAIL_CELLS_A_STEP_TRACEBACK * longest
-                or cells < PACK_TAIL_SHARE_TRACEBACK * window):
-            return fits16
-    elif cells >= PACK_TAIL_CELLS_A_STEP * longest:
+    a_step = PACK_TAIL_CELLS_A_STEP_TRACEBACK if traceback else PACK_TAIL_CELLS_A_STEP
+    if cells >= a_step * longest:
         return fits16
+    if traceback:  # the window's other pairs run beside them
+        window = int((n * (prefix[w.c1] - prefix[a])).sum())
+        if cells < PACK_TAIL_SHARE_TRACEBACK * window:
+            return fits16
     return lambda n, m: fits16(n, m) & short(n, m)
 
 
