@@ -434,9 +434,9 @@ def test_device_warnings_are_one_line(capsys, category):
 
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
 def test_a_budget_that_holds_fewer_threads_says_so(tmp_path):
-    """Long reads with traceback: a CPU thread's task holds its lanes'
-    traceback at once, and a --max-memory that holds one thread's of the two
-    asked for runs one, says so in one line, and writes what two write."""
+    """Long reads with traceback: a --max-memory that holds one thread's
+    task of the two asked for, even checkpointed, runs one, says so in one
+    line, and writes what two write."""
     from pairalign.job import Job, SortedSet
     from pairalign.kernels.cpu_backend import CPUBackend
     from pairalign.scoring import Scoring

@@ -8,6 +8,11 @@ tracking. Targets in a chunk are padded on the right to the longest; a column is
 computed only for the quarters of lanes that still have a target residue there
 (padding never changes a real cell, since the recurrence only looks up and left).
 Tasks are split among workers longest first; each worker reuses its buffers.
+A task too large to hold its whole traceback (``n * M * lanes / 2`` bytes) is
+checkpointed: the fill keeps ``H`` and ``F`` every few rows and writes no
+traceback, and the walk fills each block of rows again, last first, from its
+checkpoint (:func:`_walk_checkpointed`): about one more fill, in a fraction of
+the memory.
 
 Conventions (shared with the GPU kernels, see ``pairalign.kernels.conventions``):
 cells ``(i, j)`` are 1-based, ``i`` over the query (rows), ``j`` over the target;
@@ -279,7 +284,8 @@ def _emit_loop(builder, ity, L, half, parts, Hp, Fp, Pp, poff, TBp, tboff, Sp, j
 LANES = dict(TASK_LANES)
 
 _SEG = {(tb, lc): make_segment(tb, lc) for tb in (False, True) for lc in (False, True)}
-_seg_s, _seg_sl, _seg_t, _seg_tl = _SEG[False, False], _SEG[False, True], _SEG[True, False], _SEG[True, True]
+_seg_s, _seg_sl = _SEG[False, False], _SEG[False, True]
+_seg_t, _seg_tl = _SEG[True, False], _SEG[True, True]
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
@@ -356,17 +362,8 @@ def _segments(mlen, lanes, seg):
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
-def _fill(mode, a, prof, pbase, pwidth, mlen, M, go, ge, neg, H, F, S, tb, want_tb,
-          best, bi, bj, seg):
-    """Fill one query against ``lanes`` targets; ends and best scores per lane.
-
-    ``H``, ``F`` (``(M + 1) * lanes``), ``S`` (state) and ``tb`` (``n * M * lanes / 2``
-    bytes) are flat scratch buffers; ``prof[pbase + (c * pwidth + j) * lanes + k]``
-    is the chunk's profile.
-    """
-    n = a.shape[0]
-    lanes = mlen.shape[0]
-    half = lanes // 2
+def _fill_start(mode, lanes, M, go, ge, neg, H, F, best, bi, bj):
+    """Row 0 of a task into ``H`` and ``F``; no end found yet."""
     gap_open = np.int64(go)
     gap_extend = np.int64(ge)
     for j in range(M + 1):
@@ -378,11 +375,25 @@ def _fill(mode, a, prof, pbase, pwidth, mlen, M, go, ge, neg, H, F, S, tb, want_
         best[k] = 0 if mode == LOCAL else neg
         bi[k] = 0
         bj[k] = 0
-    ns = _segments(mlen, lanes, seg)
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
+def _fill_rows(mode, a, i0, i1, prof, pbase, pwidth, mlen, M, go, ge, neg, H, F, S, tb,
+               want_tb, track, best, bi, bj, seg, ns):
+    """Rows ``i0 + 1 .. i1`` from row ``i0`` in ``H`` and ``F``.
+
+    Row ``i``'s traceback goes to ``tb`` from ``(i - 1 - i0) * M * lanes / 2``;
+    ``track``: update the ends found so far (``best``, ``bi``, ``bj``).
+    """
+    n = a.shape[0]
+    lanes = mlen.shape[0]
+    half = lanes // 2
+    gap_open = np.int64(go)
+    gap_extend = np.int64(ge)
     local = mode == LOCAL
     rb = S[S_RB * lanes:(S_RB + 1) * lanes]
     rj = S[S_RJ * lanes:(S_RJ + 1) * lanes]
-    for i in range(1, n + 1):
+    for i in range(i0 + 1, i1 + 1):
         poff = pbase + a[i - 1] * pwidth * lanes
         hb = _boundary(i, gap_open, gap_extend) if mode == GLOBAL else 0
         for k in range(lanes):
@@ -392,7 +403,7 @@ def _fill(mode, a, prof, pbase, pwidth, mlen, M, go, ge, neg, H, F, S, tb, want_
             S[S_E * lanes + k] = neg
             rb[k] = 0
             rj[k] = 0
-        tboff = (i - 1) * M * half
+        tboff = (i - 1 - i0) * M * half
         for s in range(ns):
             q0 = seg[s, 0]
             q1 = seg[s, 1]
@@ -408,6 +419,8 @@ def _fill(mode, a, prof, pbase, pwidth, mlen, M, go, ge, neg, H, F, S, tb, want_
                     _seg_sl(H, F, prof, poff, tb, tboff, S, q0, q1, j0, j1, go, ge)
                 else:
                     _seg_s(H, F, prof, poff, tb, tboff, S, q0, q1, j0, j1, go, ge)
+        if not track:
+            continue
         # row-major order: the first strictly better cell wins
         if mode == LOCAL:
             for k in range(lanes):
@@ -422,6 +435,12 @@ def _fill(mode, a, prof, pbase, pwidth, mlen, M, go, ge, neg, H, F, S, tb, want_
                     best[k] = H[m * lanes + k]
                     bi[k] = i
                     bj[k] = m
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
+def _fill_end(mode, n, mlen, H, best, bi, bj):
+    """The ends that only the last row decides (global, and semiglobal's last row)."""
+    lanes = mlen.shape[0]
     for k in range(lanes):
         m = mlen[k]
         if m == 0:
@@ -439,6 +458,36 @@ def _fill(mode, a, prof, pbase, pwidth, mlen, M, go, ge, neg, H, F, S, tb, want_
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
+def _fill(mode, a, prof, pbase, pwidth, mlen, M, go, ge, neg, H, F, S, tb, want_tb,
+          best, bi, bj, seg, ck_rows, ckH, ckF):
+    """Fill one query against ``lanes`` targets; ends and best scores per lane.
+
+    ``H``, ``F`` (``(M + 1) * lanes``) and ``S`` (state) are flat scratch
+    buffers; ``prof[pbase + (c * pwidth + j) * lanes + k]`` is the chunk's
+    profile. With ``ck_rows == 0`` the traceback (if ``want_tb``) goes to ``tb``
+    (``n * M * lanes / 2`` bytes). Else no traceback is written: every
+    ``ck_rows`` rows from row 0, ``H`` and ``F`` are kept in ``ckH`` and ``ckF``
+    for :func:`_walk_checkpointed` to fill the rows again.
+    """
+    n = a.shape[0]
+    lanes = mlen.shape[0]
+    _fill_start(mode, lanes, M, go, ge, neg, H, F, best, bi, bj)
+    ns = _segments(mlen, lanes, seg)
+    if ck_rows == 0:
+        _fill_rows(mode, a, 0, n, prof, pbase, pwidth, mlen, M, go, ge, neg, H, F, S, tb,
+                   want_tb, True, best, bi, bj, seg, ns)
+    else:
+        size = (M + 1) * lanes
+        for r0 in range(0, n, ck_rows):
+            c = r0 // ck_rows * size
+            ckH[c:c + size] = H[:size]
+            ckF[c:c + size] = F[:size]
+            _fill_rows(mode, a, r0, min(n, r0 + ck_rows), prof, pbase, pwidth, mlen, M, go,
+                       ge, neg, H, F, S, tb, False, True, best, bi, bj, seg, ns)
+    _fill_end(mode, n, mlen, H, best, bi, bj)
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
 def _emit(op_code, op_len, pos, cur, count, op):
     """Run-length append ``op``; returns the new (pos, cur, count)."""
     if op == cur:
@@ -450,23 +499,44 @@ def _emit(op_code, op_len, pos, cur, count, op):
     return pos, op, 1
 
 
-@njit(cache=True, nogil=True, boundscheck=False)
-def _walk(mode, a, b, tb, lane, ei, ej, op_code, op_len, start):
-    """Trace one lane back from ``(ei, ej)``; ops are written forwards from ``start``.
+#: A lane's walk, as :func:`_walk_rows` keeps it between blocks of rows: the
+#: cell, the state (0 H, 1 E, 2 F), the next op's slot, the op being counted
+#: and its count, identities, columns, and the slot of the first op.
+W_I, W_J, W_STATE, W_POS, W_CUR, W_COUNT, W_IDENT, W_LENGTH, W_START = range(9)
+W_FIELDS = 9
 
-    Returns ``(begin_i, begin_j, n_ops, identities, length)``.
-    """
+
+@njit(cache=True, nogil=True, boundscheck=False)
+def _walk_begin(st, ei, ej, start):
+    """A walk from the end ``(ei, ej)``, its ops written from ``start``."""
+    st[W_I] = ei
+    st[W_J] = ej
+    st[W_STATE] = 0
+    st[W_POS] = start
+    st[W_CUR] = 255
+    st[W_COUNT] = 0
+    st[W_IDENT] = 0
+    st[W_LENGTH] = 0
+    st[W_START] = start
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
+def _walk_rows(mode, a, b, tb, r0, lane, st, op_code, op_len):
+    """Walk one lane back through the rows that ``tb`` holds (row ``i``'s bits
+    at ``tb[i - 1 - r0]``); returns whether the walk is over (else it left for
+    row ``r0``, which the block before holds)."""
     half = tb.shape[2]
     kk = lane % half
     shift = 4 * (lane // half)
-    i = ei
-    j = ej
-    state = 0  # 0 H, 1 E, 2 F
-    pos = start
-    cur = np.uint8(255)
-    count = 0
-    ident = 0
-    length = 0
+    i = st[W_I]
+    j = st[W_J]
+    state = st[W_STATE]
+    pos = st[W_POS]
+    cur = np.uint8(st[W_CUR])
+    count = st[W_COUNT]
+    ident = st[W_IDENT]
+    length = st[W_LENGTH]
+    over = True
     while True:
         if i == 0 or j == 0:
             if mode == GLOBAL:
@@ -481,7 +551,10 @@ def _walk(mode, a, b, tb, lane, ei, ej, op_code, op_len, start):
                     length += j
                     j = 0
             break
-        t = (tb[i - 1, j - 1, kk] >> shift) & 15
+        if i <= r0:
+            over = False
+            break
+        t = (tb[i - 1 - r0, j - 1, kk] >> shift) & 15
         if state == 0:
             org = t & 3
             if org == ORIGIN_STOP:
@@ -509,11 +582,27 @@ def _walk(mode, a, b, tb, lane, ei, ej, op_code, op_len, start):
             if (t >> 3) & 1 == 0:
                 state = 0
             i -= 1
-    if count > 0:
-        op_code[pos] = cur
-        op_len[pos] = count
+    st[W_I] = i
+    st[W_J] = j
+    st[W_STATE] = state
+    st[W_POS] = pos
+    st[W_CUR] = cur
+    st[W_COUNT] = count
+    st[W_IDENT] = ident
+    st[W_LENGTH] = length
+    return over
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
+def _walk_end(st, op_code, op_len):
+    """The last op of a finished walk, and its ops put in order (the walk ran
+    from the end); returns ``(begin_i, begin_j, n_ops, identities, length)``."""
+    pos = st[W_POS]
+    if st[W_COUNT] > 0:
+        op_code[pos] = st[W_CUR]
+        op_len[pos] = st[W_COUNT]
         pos += 1
-    # reverse in place: the walk ran from the end
+    start = st[W_START]
     lo = start
     hi = pos - 1
     while lo < hi:
@@ -525,7 +614,47 @@ def _walk(mode, a, b, tb, lane, ei, ej, op_code, op_len, start):
         op_len[hi] = ln
         lo += 1
         hi -= 1
-    return i, j, pos - start, ident, length
+    return st[W_I], st[W_J], pos - start, st[W_IDENT], st[W_LENGTH]
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
+def _walk_checkpointed(mode, a, prof, pbase, pwidth, mlen, M, go, ge, neg, H, F, S, tbuf,
+                       seg, ck_rows, ckH, ckF, lane0, st, codes, seq_off, cols, op_code,
+                       op_len):
+    """Walk lanes ``lane0 ..`` of a task that :func:`_fill` checkpointed.
+
+    ``st[k]`` is lane ``k``'s walk from its end (:func:`_walk_begin`) and
+    ``cols[k]`` its target. Blocks of ``ck_rows`` rows are filled again from
+    their checkpoint, last first, each only if a walk still needs it.
+    """
+    n = a.shape[0]
+    lanes = mlen.shape[0]
+    half = lanes // 2
+    size = (M + 1) * lanes
+    ns = _segments(mlen, lanes, seg)
+    tb = tbuf[:ck_rows * M * half].reshape((ck_rows, M, half))
+    dummy = np.zeros(lanes, np.int64)
+    over = np.zeros(lanes, np.bool_)
+    for r0 in range((n - 1) // ck_rows * ck_rows, -1, -ck_rows):
+        need = False
+        for k in range(lane0, lanes):
+            if mlen[k] > 0 and not over[k] and st[k, W_I] > r0 and st[k, W_J] > 0:
+                need = True
+        if not need:
+            continue
+        c = r0 // ck_rows * size
+        H[:size] = ckH[c:c + size]
+        F[:size] = ckF[c:c + size]
+        _fill_rows(mode, a, r0, min(n, r0 + ck_rows), prof, pbase, pwidth, mlen, M, go, ge,
+                   neg, H, F, S, tbuf, True, False, dummy, dummy, dummy, seg, ns)
+        for k in range(lane0, lanes):
+            if mlen[k] > 0 and not over[k] and st[k, W_I] > r0:
+                b = codes[seq_off[cols[k]]:seq_off[cols[k] + 1]]
+                over[k] = _walk_rows(mode, a, b, tb, r0, k, st[k], op_code, op_len)
+    for k in range(lane0, lanes):
+        if mlen[k] > 0 and not over[k]:  # at row or column 0: nothing left to read
+            b = codes[seq_off[cols[k]]:seq_off[cols[k] + 1]]
+            _walk_rows(mode, a, b, tb, 0, k, st[k], op_code, op_len)
 
 
 def assign_workers(cost: np.ndarray, nworkers: int) -> tuple[np.ndarray, np.ndarray]:
@@ -564,15 +693,17 @@ def _assign_sorted(cost, byc, nworkers):
 
 @njit(cache=True, parallel=True, boundscheck=False)
 def align_tasks(mode, want_tb, codes, seq_off, task_row, task_chunk, task_lane0,
-                task_out, chunk_cols, chunk_width, profiles, prof_off, prof_w, consts, order, wstart,
-                op_off, out_score, out_qb, out_qe, out_tb, out_te, out_ident,
+                task_out, task_ck, chunk_cols, chunk_width, profiles, prof_off, prof_w, consts,
+                order, wstart, op_off, out_score, out_qb, out_qe, out_tb, out_te, out_ident,
                 out_alen, out_nops, op_code, op_len):
     """Align every task (one query x one chunk of targets) of a window.
 
     Results of the task's active lanes ``task_lane0[t] .. chunk_width - 1`` go
     to consecutive pair slots from ``task_out[t]``; pair ``p`` writes its
     operations from ``op_off[p]``. Worker ``w`` runs tasks
-    ``order[wstart[w]:wstart[w + 1]]`` with its own scratch buffers.
+    ``order[wstart[w]:wstart[w + 1]]`` with its own scratch buffers. A task
+    with ``task_ck[t] > 0`` keeps its traceback in blocks of that many rows,
+    filled again from checkpoints as the walk needs them (0: all of it).
     """
     dtype = profiles.dtype
     lanes = chunk_cols.shape[1]
@@ -583,6 +714,7 @@ def align_tasks(mode, want_tb, codes, seq_off, task_row, task_chunk, task_lane0,
         # scratch sizes: the largest task of this worker
         Mmax = 0
         cellmax = 0
+        ckmax = 0
         for x in range(wstart[w], wstart[w + 1]):
             t = order[x]
             r = task_row[t]
@@ -596,17 +728,26 @@ def align_tasks(mode, want_tb, codes, seq_off, task_row, task_chunk, task_lane0,
             if M > Mmax:
                 Mmax = M
             n = seq_off[r + 1] - seq_off[r]
-            if n * M > cellmax:
-                cellmax = n * M
+            rows = n
+            if task_ck[t] > 0:
+                rows = min(n, task_ck[t])
+                ck = (n + task_ck[t] - 1) // task_ck[t] * (M + 1) * lanes
+                if ck > ckmax:
+                    ckmax = ck
+            if rows * M > cellmax:
+                cellmax = rows * M
         H = np.empty((Mmax + 1) * lanes, dtype)
         F = np.empty((Mmax + 1) * lanes, dtype)
         S = np.empty(S_ROWS * lanes, dtype)
         tbuf = np.empty(cellmax * half if want_tb else half, np.uint8)
+        ckH = np.empty(ckmax, dtype)
+        ckF = np.empty(ckmax, dtype)
         best = np.empty(lanes, np.int64)
         bi = np.empty(lanes, np.int64)
         bj = np.empty(lanes, np.int64)
         mlen = np.empty(lanes, np.int64)
         seg = np.empty((QUARTERS + 1, 4), np.int64)
+        st = np.empty((lanes, W_FIELDS), np.int64)
         for x in range(wstart[w], wstart[w + 1]):
             t = order[x]
             r = task_row[t]
@@ -615,6 +756,7 @@ def align_tasks(mode, want_tb, codes, seq_off, task_row, task_chunk, task_lane0,
             n = a.shape[0]
             width = chunk_width[ch]
             lane0 = task_lane0[t]
+            ck_rows = task_ck[t] if want_tb else 0
             M = 0
             for k in range(lanes):
                 mlen[k] = 0
@@ -624,22 +766,29 @@ def align_tasks(mode, want_tb, codes, seq_off, task_row, task_chunk, task_lane0,
                 if mlen[k] > M:
                     M = mlen[k]
             pwidth = prof_w[ch]
-            if want_tb:
-                tb = tbuf[:n * M * half].reshape((n, M, half))
-            else:
-                tb = tbuf[:half].reshape((1, 1, half))
             _fill(mode, a, profiles, prof_off[ch], pwidth, mlen, M, go, ge, neg, H, F, S,
-                  tbuf, want_tb, best, bi, bj, seg)
+                  tbuf, want_tb, best, bi, bj, seg, ck_rows, ckH, ckF)
             for k in range(lane0, width):
                 p = task_out[t] + k - lane0
                 out_score[p] = best[k]
                 out_qe[p] = bi[k]
                 out_te[p] = bj[k]
                 if want_tb:
+                    _walk_begin(st[k], bi[k], bj[k], op_off[p])
+            if want_tb and ck_rows == 0:
+                tb = tbuf[:n * M * half].reshape((n, M, half))
+                for k in range(lane0, width):
                     c = chunk_cols[ch, k]
-                    b = codes[seq_off[c]:seq_off[c + 1]]
-                    qb, tbeg, nops, ident, alen = _walk(mode, a, b, tb, k, bi[k], bj[k],
-                                                         op_code, op_len, op_off[p])
+                    _walk_rows(mode, a, codes[seq_off[c]:seq_off[c + 1]], tb, 0, k, st[k],
+                               op_code, op_len)
+            elif want_tb:
+                _walk_checkpointed(mode, a, profiles, prof_off[ch], pwidth, mlen, M, go, ge,
+                                   neg, H, F, S, tbuf, seg, ck_rows, ckH, ckF, lane0, st,
+                                   codes, seq_off, chunk_cols[ch], op_code, op_len)
+            for k in range(lane0, width):
+                p = task_out[t] + k - lane0
+                if want_tb:
+                    qb, tbeg, nops, ident, alen = _walk_end(st[k], op_code, op_len)
                     out_qb[p] = qb
                     out_tb[p] = tbeg
                     out_nops[p] = nops

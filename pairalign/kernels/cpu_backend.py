@@ -14,6 +14,36 @@ from ..scheduler.windows import Window, window_pairs
 from . import cpu
 
 NEG = {np.dtype(np.int16): -16384, np.dtype(np.int32): -(1 << 30)}
+#: Rows a block of a checkpointed task's traceback; None: :func:`checkpoint_rows`.
+CHECKPOINT_ROWS: int | None = None
+#: Time a task takes checkpointed over its time holding its whole traceback:
+#: 1.17-1.32 for tasks of 32 reads of 3 or 6 kb (two cores, AVX2; a task of
+#: one or a few long reads runs faster checkpointed, its blocks in cache).
+#: Where the budget holds the longest task's whole traceback for at least
+#: 1 / CHECKPOINT_COST of the threads, that many run; else all of them, and
+#: the tasks whose whole traceback is larger than the longest task's
+#: checkpointed one are checkpointed.
+CHECKPOINT_COST = 1.3
+
+
+def checkpoint_rows(n: np.ndarray | int, itemsize: int) -> np.ndarray:
+    """Rows a block of a checkpointed task of ``n`` rows: about
+    ``sqrt(4 itemsize n)``, where the block's traceback (``rows x M x lanes / 2``
+    bytes) weighs about as much as the checkpoints (``n / rows`` times ``H`` and
+    ``F``, ``2 (M + 1) lanes itemsize`` bytes)."""
+    if CHECKPOINT_ROWS is not None:
+        return np.full(np.shape(n), CHECKPOINT_ROWS, np.int64)
+    return np.maximum(1, np.sqrt(4 * itemsize * np.asarray(n, np.float64))).astype(np.int64)
+
+
+def traceback_bytes(n, m, lanes: int, itemsize: int, rows) -> np.ndarray:
+    """Bytes of the traceback of a task of ``n`` rows and ``m`` columns: whole
+    (``rows`` 0), or a block of ``rows`` rows and a checkpoint every ``rows`` rows."""
+    n, m, rows = (np.asarray(x, np.int64) for x in (n, m, rows))
+    whole = n * m * (lanes // 2)
+    per = np.maximum(rows, 1)
+    blocks = np.minimum(n, per) * m * (lanes // 2) + -(-n // per) * 2 * (m + 1) * lanes * itemsize
+    return np.where(rows > 0, blocks, whole)
 
 
 class CPUBackend:
@@ -29,22 +59,59 @@ class CPUBackend:
 
     def __init__(self, threads: int | None = None) -> None:
         limit = numba.config.NUMBA_NUM_THREADS
-        self.threads = limit if threads is None else max(1, min(int(threads), limit))
+        self.requested = limit if threads is None else max(1, min(int(threads), limit))
+        self.threads = self.requested
+        #: a task whose whole traceback passes this many bytes is checkpointed
+        #: (set by :meth:`fit_memory`; None: none is)
+        self.traceback_limit: int | None = None
 
     def describe(self) -> str:
         return f"cpu ({self.threads} threads)"
 
-    def task_memory(self, job: Job) -> int:
-        """Bytes one task (one query x one chunk of lanes) holds at most."""
+    def _task_bytes(self, job: Job, checkpointed: bool) -> int:
+        """Bytes of the longest task: its traceback, whole or checkpointed, and rows."""
         n, m = int(job.rows.lengths[0]), int(job.col_set.lengths[0])
-        lanes = max(cpu.LANES.values())
-        return (n * m * lanes // 2 if job.traceback else 0) + 8 * (m + 1) * lanes
+        lanes = cpu.LANES[2]  # the most lanes, two bytes each
+        tb = 0
+        if job.traceback:
+            rows = checkpoint_rows(n, 2) if checkpointed else 0
+            tb = int(traceback_bytes(n, m, lanes, 2, rows))
+        return tb + 8 * (m + 1) * lanes
+
+    def task_memory(self, job: Job) -> int:
+        """Bytes one task (one query x one chunk of lanes) holds at most; before
+        :meth:`fit_memory`, the least the longest task can run in."""
+        whole = self._task_bytes(job, False)
+        if not job.traceback:
+            return whole
+        checkpointed = self._task_bytes(job, True)
+        if self.traceback_limit is None:
+            return min(whole, checkpointed)
+        n, m = int(job.rows.lengths[0]), int(job.col_set.lengths[0])
+        return checkpointed if n * m * (cpu.LANES[2] // 2) > self.traceback_limit else whole
 
     def fit_memory(self, job: Job, budget: int) -> int:
-        """Run no more threads than the budget holds tasks; returns their bytes.
-        Fewer threads than before is a :class:`~pairalign.errors.MemoryBudgetWarning`."""
-        per_task = self.task_memory(job)
-        threads = max(1, min(self.threads, budget // max(per_task, 1)))
+        """Threads and checkpointing for the budget; returns the tasks' bytes.
+
+        The longest task holds its whole traceback where the budget holds that
+        for enough threads (:data:`CHECKPOINT_COST`), else the tasks whose whole
+        traceback passes the longest task's checkpointed one are checkpointed
+        (:attr:`traceback_limit`). Fewer threads than asked for is a
+        :class:`~pairalign.errors.MemoryBudgetWarning`.
+        """
+        self.threads = self.requested
+        self.traceback_limit = None
+        whole = self._task_bytes(job, False)
+        threads = min(self.threads, budget // whole)
+        checkpointed = self._task_bytes(job, True) if job.traceback else whole
+        if checkpointed < whole and threads * CHECKPOINT_COST < self.threads:
+            threads = min(self.threads, budget // checkpointed)
+            m = int(job.col_set.lengths[0])
+            self.traceback_limit = checkpointed - 8 * (m + 1) * cpu.LANES[2]
+            per_task = checkpointed
+        else:
+            per_task = whole
+        threads = max(1, threads)
         if threads < self.threads:
             n, m = int(job.rows.lengths[0]), int(job.col_set.lengths[0])
             warnings.warn(
@@ -144,15 +211,29 @@ class CPUBackend:
         c_first = plan["starts"][plan["chunk"]] + lane0
         t_out = (row_start[t_row - w.r0] + c_first - first[t_row - w.r0]).astype(np.int64)
         n = np.diff(offsets)[t_row]
-        cost = n * plan["M"] + 64  # cells, plus a little per task
+        ck_rows = self._checkpoints(job, n, plan["M"], L, dtype.itemsize)
+        # cells, and a little per task
+        cost = n * plan["M"] * np.where(ck_rows > 0, CHECKPOINT_COST, 1) + 64
         order, wstart = cpu.assign_workers(cost.astype(np.int64), min(self.threads, len(t_row)))
         cpu.align_tasks(job.mode_code, job.traceback, state["codes"], offsets,
-                        t_row, t_chunk, lane0, t_out, chunk_cols, widths, profiles, prof_off,
-                        prof_w, consts, order, wstart, op_off, out["score"],
+                        t_row, t_chunk, lane0, t_out, ck_rows, chunk_cols, widths, profiles,
+                        prof_off, prof_w, consts, order, wstart, op_off, out["score"],
                         out["query_begin"], out["query_end"], out["target_begin"],
                         out["target_end"], out["identities"], out["length"], out["n_ops"],
                         op_code, op_len)
         return int((widths[t_chunk] - lane0).sum())
+
+    def _checkpoints(self, job: Job, n: np.ndarray, M: np.ndarray, lanes: int,
+                     itemsize: int) -> np.ndarray:
+        """Rows of the blocks of each task's checkpointed traceback (0: whole)
+        for tasks of ``n`` rows and ``M`` columns: checkpointed where the whole
+        passes :attr:`traceback_limit` and checkpoints take less room."""
+        if not job.traceback or self.traceback_limit is None:
+            return np.zeros(len(n), np.int64)
+        rows = checkpoint_rows(n, itemsize)
+        whole = n * M * (lanes // 2)
+        smaller = traceback_bytes(n, M, lanes, itemsize, rows) < whole
+        return np.where((whole > self.traceback_limit) & smaller, rows, 0)
 
 
 def _plan(w: Window, L: int, lengths: np.ndarray, col_base: int) -> dict:
