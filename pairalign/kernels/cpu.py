@@ -11,7 +11,7 @@ Tasks are split among workers longest first; each worker reuses its buffers.
 A task too large to hold its whole traceback (``n * M * lanes / 2`` bytes) is
 checkpointed: the fill keeps ``H`` and ``F`` every few rows and writes no
 traceback, and the walk fills each block of rows again, last first, from its
-checkpoint (:func:`_walk_checkpointed`): about one more fill, in a fraction of
+checkpoint (:func:`align_tasks`): about one more fill, in a fraction of
 the memory.
 
 Conventions (shared with the GPU kernels, see ``pairalign.kernels.conventions``):
@@ -378,66 +378,6 @@ def _fill_start(mode, lanes, M, go, ge, neg, H, F, best, bi, bj):
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
-def _fill_rows(mode, a, i0, i1, prof, pbase, pwidth, mlen, M, go, ge, neg, H, F, S, tb,
-               want_tb, track, best, bi, bj, seg, ns):
-    """Rows ``i0 + 1 .. i1`` from row ``i0`` in ``H`` and ``F``.
-
-    Row ``i``'s traceback goes to ``tb`` from ``(i - 1 - i0) * M * lanes / 2``;
-    ``track``: update the ends found so far (``best``, ``bi``, ``bj``).
-    """
-    n = a.shape[0]
-    lanes = mlen.shape[0]
-    half = lanes // 2
-    gap_open = np.int64(go)
-    gap_extend = np.int64(ge)
-    local = mode == LOCAL
-    rb = S[S_RB * lanes:(S_RB + 1) * lanes]
-    rj = S[S_RJ * lanes:(S_RJ + 1) * lanes]
-    for i in range(i0 + 1, i1 + 1):
-        poff = pbase + a[i - 1] * pwidth * lanes
-        hb = _boundary(i, gap_open, gap_extend) if mode == GLOBAL else 0
-        for k in range(lanes):
-            S[S_HD * lanes + k] = H[k]
-            H[k] = hb
-            S[S_HL * lanes + k] = hb
-            S[S_E * lanes + k] = neg
-            rb[k] = 0
-            rj[k] = 0
-        tboff = (i - 1 - i0) * M * half
-        for s in range(ns):
-            q0 = seg[s, 0]
-            q1 = seg[s, 1]
-            j0 = seg[s, 2]
-            j1 = seg[s, 3]
-            if want_tb:
-                if local:
-                    _seg_tl(H, F, prof, poff, tb, tboff, S, q0, q1, j0, j1, go, ge)
-                else:
-                    _seg_t(H, F, prof, poff, tb, tboff, S, q0, q1, j0, j1, go, ge)
-            else:
-                if local:
-                    _seg_sl(H, F, prof, poff, tb, tboff, S, q0, q1, j0, j1, go, ge)
-                else:
-                    _seg_s(H, F, prof, poff, tb, tboff, S, q0, q1, j0, j1, go, ge)
-        if not track:
-            continue
-        # row-major order: the first strictly better cell wins
-        if mode == LOCAL:
-            for k in range(lanes):
-                if mlen[k] > 0 and rb[k] > best[k]:
-                    best[k] = rb[k]
-                    bi[k] = i
-                    bj[k] = rj[k]
-        elif mode == SEMIGLOBAL and i < n:
-            for k in range(lanes):
-                m = mlen[k]
-                if m > 0 and H[m * lanes + k] > best[k]:
-                    best[k] = H[m * lanes + k]
-                    bi[k] = i
-                    bj[k] = m
-
-
-@njit(cache=True, nogil=True, boundscheck=False)
 def _fill_end(mode, n, mlen, H, best, bi, bj):
     """The ends that only the last row decides (global, and semiglobal's last row)."""
     lanes = mlen.shape[0]
@@ -458,33 +398,96 @@ def _fill_end(mode, n, mlen, H, best, bi, bj):
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
-def _fill(mode, a, prof, pbase, pwidth, mlen, M, go, ge, neg, H, F, S, tb, want_tb,
+def _fill(mode, a, r0, prof, pbase, pwidth, mlen, M, go, ge, neg, H, F, S, tb, want_tb,
           best, bi, bj, seg, ck_rows, ckH, ckF):
-    """Fill one query against ``lanes`` targets; ends and best scores per lane.
+    """Fill one query against ``lanes`` targets (``r0 < 0``): ends and best
+    scores per lane; or fill block ``r0`` of a checkpointed task again.
 
     ``H``, ``F`` (``(M + 1) * lanes``) and ``S`` (state) are flat scratch
     buffers; ``prof[pbase + (c * pwidth + j) * lanes + k]`` is the chunk's
     profile. With ``ck_rows == 0`` the traceback (if ``want_tb``) goes to ``tb``
-    (``n * M * lanes / 2`` bytes). Else no traceback is written: every
-    ``ck_rows`` rows from row 0, ``H`` and ``F`` are kept in ``ckH`` and ``ckF``
-    for :func:`_walk_checkpointed` to fill the rows again.
+    (``n * M * lanes / 2`` bytes). Else the fill writes no traceback but keeps
+    ``H`` and ``F`` every ``ck_rows`` rows from row 0 in ``ckH`` and ``ckF``;
+    block ``r0 >= 0`` (rows ``r0 + 1 .. r0 + ck_rows``) then starts from its
+    checkpoint and writes its traceback to ``tb``, from its first row.
     """
     n = a.shape[0]
     lanes = mlen.shape[0]
-    _fill_start(mode, lanes, M, go, ge, neg, H, F, best, bi, bj)
+    half = lanes // 2
     ns = _segments(mlen, lanes, seg)
-    if ck_rows == 0:
-        _fill_rows(mode, a, 0, n, prof, pbase, pwidth, mlen, M, go, ge, neg, H, F, S, tb,
-                   want_tb, True, best, bi, bj, seg, ns)
+    size = (M + 1) * lanes
+    gap_open = np.int64(go)
+    gap_extend = np.int64(ge)
+    local = mode == LOCAL
+    # One function, one loop of rows for the fill and a block again: numba
+    # optimizes a jitted callee's code again in each caller, so every level
+    # of calls above the vector loops adds to the first run's compile time.
+    again = r0 >= 0
+    track = r0 < 0
+    if again:
+        c = r0 // ck_rows * size
+        for x in range(size):
+            H[x] = ckH[c + x]
+            F[x] = ckF[c + x]
+        first, last = r0, min(n, r0 + ck_rows)
+        write_tb = again
     else:
-        size = (M + 1) * lanes
-        for r0 in range(0, n, ck_rows):
-            c = r0 // ck_rows * size
-            ckH[c:c + size] = H[:size]
-            ckF[c:c + size] = F[:size]
-            _fill_rows(mode, a, r0, min(n, r0 + ck_rows), prof, pbase, pwidth, mlen, M, go,
-                       ge, neg, H, F, S, tb, False, True, best, bi, bj, seg, ns)
-    _fill_end(mode, n, mlen, H, best, bi, bj)
+        _fill_start(mode, lanes, M, go, ge, neg, H, F, best, bi, bj)
+        first, last = 0, n
+        write_tb = want_tb and ck_rows == 0
+    keep = track and ck_rows > 0
+    step = ck_rows if keep else max(last - first, 1)
+    rb = S[S_RB * lanes:(S_RB + 1) * lanes]
+    rj = S[S_RJ * lanes:(S_RJ + 1) * lanes]
+    for b0 in range(first, last, step):
+        if keep:
+            c = b0 // ck_rows * size
+            for x in range(size):
+                ckH[c + x] = H[x]
+                ckF[c + x] = F[x]
+        for i in range(b0 + 1, min(last, b0 + step) + 1):
+            poff = pbase + a[i - 1] * pwidth * lanes
+            hb = _boundary(i, gap_open, gap_extend) if mode == GLOBAL else 0
+            for k in range(lanes):
+                S[S_HD * lanes + k] = H[k]
+                H[k] = hb
+                S[S_HL * lanes + k] = hb
+                S[S_E * lanes + k] = neg
+                rb[k] = 0
+                rj[k] = 0
+            tboff = (i - 1 - first) * M * half
+            for s in range(ns):
+                q0 = seg[s, 0]
+                q1 = seg[s, 1]
+                j0 = seg[s, 2]
+                j1 = seg[s, 3]
+                if write_tb:
+                    if local:
+                        _seg_tl(H, F, prof, poff, tb, tboff, S, q0, q1, j0, j1, go, ge)
+                    else:
+                        _seg_t(H, F, prof, poff, tb, tboff, S, q0, q1, j0, j1, go, ge)
+                else:
+                    if local:
+                        _seg_sl(H, F, prof, poff, tb, tboff, S, q0, q1, j0, j1, go, ge)
+                    else:
+                        _seg_s(H, F, prof, poff, tb, tboff, S, q0, q1, j0, j1, go, ge)
+            # row-major order: the first strictly better cell wins (a block filled
+            # again overwrites ends already taken; the walks hold their own)
+            if mode == LOCAL:
+                for k in range(lanes):
+                    if mlen[k] > 0 and rb[k] > best[k]:
+                        best[k] = rb[k]
+                        bi[k] = i
+                        bj[k] = rj[k]
+            elif mode == SEMIGLOBAL and i < n:
+                for k in range(lanes):
+                    m = mlen[k]
+                    if m > 0 and H[m * lanes + k] > best[k]:
+                        best[k] = H[m * lanes + k]
+                        bi[k] = i
+                        bj[k] = m
+    if track:
+        _fill_end(mode, n, mlen, H, best, bi, bj)
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
@@ -618,43 +621,14 @@ def _walk_end(st, op_code, op_len):
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
-def _walk_checkpointed(mode, a, prof, pbase, pwidth, mlen, M, go, ge, neg, H, F, S, tbuf,
-                       seg, ck_rows, ckH, ckF, lane0, st, codes, seq_off, cols, op_code,
-                       op_len):
-    """Walk lanes ``lane0 ..`` of a task that :func:`_fill` checkpointed.
-
-    ``st[k]`` is lane ``k``'s walk from its end (:func:`_walk_begin`) and
-    ``cols[k]`` its target. Blocks of ``ck_rows`` rows are filled again from
-    their checkpoint, last first, each only if a walk still needs it.
-    """
-    n = a.shape[0]
-    lanes = mlen.shape[0]
-    half = lanes // 2
-    size = (M + 1) * lanes
-    ns = _segments(mlen, lanes, seg)
-    tb = tbuf[:ck_rows * M * half].reshape((ck_rows, M, half))
-    dummy = np.zeros(lanes, np.int64)
-    over = np.zeros(lanes, np.bool_)
-    for r0 in range((n - 1) // ck_rows * ck_rows, -1, -ck_rows):
-        need = False
-        for k in range(lane0, lanes):
-            if mlen[k] > 0 and not over[k] and st[k, W_I] > r0 and st[k, W_J] > 0:
-                need = True
-        if not need:
-            continue
-        c = r0 // ck_rows * size
-        H[:size] = ckH[c:c + size]
-        F[:size] = ckF[c:c + size]
-        _fill_rows(mode, a, r0, min(n, r0 + ck_rows), prof, pbase, pwidth, mlen, M, go, ge,
-                   neg, H, F, S, tbuf, True, False, dummy, dummy, dummy, seg, ns)
-        for k in range(lane0, lanes):
-            if mlen[k] > 0 and not over[k] and st[k, W_I] > r0:
-                b = codes[seq_off[cols[k]]:seq_off[cols[k] + 1]]
-                over[k] = _walk_rows(mode, a, b, tb, r0, k, st[k], op_code, op_len)
-    for k in range(lane0, lanes):
-        if mlen[k] > 0 and not over[k]:  # at row or column 0: nothing left to read
-            b = codes[seq_off[cols[k]]:seq_off[cols[k] + 1]]
-            _walk_rows(mode, a, b, tb, 0, k, st[k], op_code, op_len)
+def _next_block(st, over, mlen, lane0, ck_rows):
+    """The first row of the block of a checkpointed task that a walk needs
+    next (the highest: walks run up), or -1 when none does."""
+    nxt = -1
+    for k in range(lane0, mlen.shape[0]):
+        if mlen[k] > 0 and not over[k] and st[k, W_I] > 0 and st[k, W_J] > 0:
+            nxt = max(nxt, (st[k, W_I] - 1) // ck_rows * ck_rows)
+    return nxt
 
 
 def assign_workers(cost: np.ndarray, nworkers: int) -> tuple[np.ndarray, np.ndarray]:
@@ -719,7 +693,7 @@ def align_tasks(mode, want_tb, codes, seq_off, task_row, task_chunk, task_lane0,
             t = order[x]
             r = task_row[t]
             ch = task_chunk[t]
-            M = 0
+            M = np.int64(0)  # not the literal 0: numba would compile _fill for it
             for k in range(task_lane0[t], chunk_width[ch]):
                 c = chunk_cols[ch, k]
                 m = seq_off[c + 1] - seq_off[c]
@@ -748,6 +722,7 @@ def align_tasks(mode, want_tb, codes, seq_off, task_row, task_chunk, task_lane0,
         mlen = np.empty(lanes, np.int64)
         seg = np.empty((QUARTERS + 1, 4), np.int64)
         st = np.empty((lanes, W_FIELDS), np.int64)
+        over = np.zeros(lanes, np.bool_)
         for x in range(wstart[w], wstart[w + 1]):
             t = order[x]
             r = task_row[t]
@@ -757,7 +732,7 @@ def align_tasks(mode, want_tb, codes, seq_off, task_row, task_chunk, task_lane0,
             width = chunk_width[ch]
             lane0 = task_lane0[t]
             ck_rows = task_ck[t] if want_tb else 0
-            M = 0
+            M = np.int64(0)  # not the literal 0: numba would compile _fill for it
             for k in range(lanes):
                 mlen[k] = 0
             for k in range(lane0, width):
@@ -766,25 +741,38 @@ def align_tasks(mode, want_tb, codes, seq_off, task_row, task_chunk, task_lane0,
                 if mlen[k] > M:
                     M = mlen[k]
             pwidth = prof_w[ch]
-            _fill(mode, a, profiles, prof_off[ch], pwidth, mlen, M, go, ge, neg, H, F, S,
-                  tbuf, want_tb, best, bi, bj, seg, ck_rows, ckH, ckF)
-            for k in range(lane0, width):
-                p = task_out[t] + k - lane0
-                out_score[p] = best[k]
-                out_qe[p] = bi[k]
-                out_te[p] = bj[k]
-                if want_tb:
-                    _walk_begin(st[k], bi[k], bj[k], op_off[p])
-            if want_tb and ck_rows == 0:
-                tb = tbuf[:n * M * half].reshape((n, M, half))
+            # the fill (r0 = -1), then, checkpointed, each block that a walk needs;
+            # r0 an int64, not the literal -1, which numba would compile _fill for
+            r0 = np.int64(-1)
+            while True:
+                _fill(mode, a, r0, profiles, prof_off[ch], pwidth, mlen, M, go, ge, neg, H,
+                      F, S, tbuf, want_tb, best, bi, bj, seg, ck_rows, ckH, ckF)
+                if r0 < 0:
+                    for k in range(lane0, width):
+                        p = task_out[t] + k - lane0
+                        out_score[p] = best[k]
+                        out_qe[p] = bi[k]
+                        out_te[p] = bj[k]
+                        if want_tb:
+                            _walk_begin(st[k], bi[k], bj[k], op_off[p])
+                        over[k] = False
+                    if not want_tb:
+                        break
+                rows = n if ck_rows == 0 else ck_rows
+                tb = tbuf[:rows * M * half].reshape((rows, M, half))
                 for k in range(lane0, width):
-                    c = chunk_cols[ch, k]
-                    _walk_rows(mode, a, codes[seq_off[c]:seq_off[c + 1]], tb, 0, k, st[k],
-                               op_code, op_len)
-            elif want_tb:
-                _walk_checkpointed(mode, a, profiles, prof_off[ch], pwidth, mlen, M, go, ge,
-                                   neg, H, F, S, tbuf, seg, ck_rows, ckH, ckF, lane0, st,
-                                   codes, seq_off, chunk_cols[ch], op_code, op_len)
+                    if not over[k] and st[k, W_I] > max(r0, 0) and (ck_rows == 0 or r0 >= 0):
+                        c = chunk_cols[ch, k]
+                        over[k] = _walk_rows(mode, a, codes[seq_off[c]:seq_off[c + 1]], tb,
+                                             max(r0, 0), k, st[k], op_code, op_len)
+                r0 = -1 if ck_rows == 0 else _next_block(st, over, mlen, lane0, ck_rows)
+                if r0 < 0:  # the walks left are at row or column 0: nothing to read
+                    for k in range(lane0, width):
+                        if not over[k]:
+                            c = chunk_cols[ch, k]
+                            _walk_rows(mode, a, codes[seq_off[c]:seq_off[c + 1]], tb, 0, k,
+                                       st[k], op_code, op_len)
+                    break
             for k in range(lane0, width):
                 p = task_out[t] + k - lane0
                 if want_tb:
