@@ -5,6 +5,7 @@ where lengths pass ~1,230 residues or ~2,300 bp.
     python benchmarks/bound_ab.py [--reps 4] [--variants v55,v56,v57]
                                   [--backend cpu --reads 60 --protein-cells 2e9
                                   --no-proteome] [--long-reads 300]
+                                  [--long-span 4000-7900]
 
 Variants: ``v55`` (the best pair's score times the shorter length *plus*
 the two-gap path; every pair that fits packs), ``v56`` (the larger of the
@@ -14,8 +15,9 @@ path in local and semiglobal mode; the code's rules as they are, the
 default), ``tb-all`` (v57 with every fitting pair packed with traceback)
 and ``tb-rule:X`` (v57 with ``packs``' rule with traceback at X cells a
 step). Workloads: the proteome (local), 400 simulated reads of 2.5-3.9 kb
-and ``--long-reads`` of 4-7.9 kb (``long_reads.py``'s, semiglobal) and 320
-uniform proteins of 1,400 residues (local), each score-only and with
+and ``--long-reads`` of ``--long-span`` (4-7.9 kb; ``long_reads.py``'s,
+semiglobal) and 320 uniform proteins of 1,400 residues (local; 0 reads or
+cells leave a workload out), each score-only and with
 traceback. Prints each variant's wall times and GPU-busy milliseconds
 (first repetition dropped) and the median GPU GCUPS; with ``--backend
 cpu``, the wall times and the median wall GCUPS (the CPU's 16-bit tasks
@@ -84,7 +86,8 @@ def main() -> None:
     ap.add_argument("--protein-cells", type=float, default=1e11,
                     help="cells of the all-vs-all of proteins of 1,400 residues")
     ap.add_argument("--no-proteome", action="store_true")
-    ap.add_argument("--long-reads", type=int, default=300, help="reads of 4-7.9 kb (0: none)")
+    ap.add_argument("--long-reads", type=int, default=300, help="reads of --long-span (0: none)")
+    ap.add_argument("--long-span", default="4000-7900", help="their lengths, LO-HI bp")
     ap.add_argument("--variants", default="v55,v56,v57")
     args = ap.parse_args()
     names = args.variants.split(",")
@@ -101,13 +104,16 @@ def main() -> None:
     work = [] if args.no_proteome else [
         ("proteome", "local", "protein",
          pairalign.read_sequences(DATA / "proteome_HG003687.faa").sequences)]
-    work += [("reads 2.5-3.9 kb", "semiglobal", "dna",
-              simulated_reads(args.reads, 2500, 3900, 0.05))]
+    if args.reads:
+        work += [("reads 2.5-3.9 kb", "semiglobal", "dna",
+                  simulated_reads(args.reads, 2500, 3900, 0.05))]
     if args.long_reads:
-        work += [("reads 4-7.9 kb", "semiglobal", "dna",
-                  simulated_reads(args.long_reads, 4000, 7900, 0.05))]
-    work += [("proteins of 1,400", "local", "protein",
-              uniform_proteins(np.random.default_rng(1), args.protein_cells, 1400))]
+        lo, hi = (int(x) for x in args.long_span.split("-"))
+        work += [(f"reads {lo / 1e3:g}-{hi / 1e3:g} kb", "semiglobal", "dna",
+                  simulated_reads(args.long_reads, lo, hi, 0.05))]
+    if args.protein_cells:
+        work += [("proteins of 1,400", "local", "protein",
+                  uniform_proteins(np.random.default_rng(1), args.protein_cells, 1400))]
     res: dict = {}
     for rep in range(args.reps):
         for name in names:
