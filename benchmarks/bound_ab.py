@@ -12,16 +12,17 @@ the two-gap path; every pair that fits packs), ``v56`` (the larger of the
 two, in every mode; a score-only window's few pairs of long packed steps
 unpacked, ``gpu_backend.packs``), ``v57`` (the bound by mode: no two-gap
 path in local and semiglobal mode; the code's rules as they are, the
-default), ``tb-all`` (v57 with every fitting pair packed with traceback)
-and ``tb-rule:X`` (v57 with ``packs``' rule with traceback at X cells a
-step). Workloads: the proteome (local), 400 simulated reads of 2.5-3.9 kb
-and ``--long-reads`` of ``--long-span`` (4-7.9 kb; ``long_reads.py``'s,
+default), ``tb-all`` (v57 with every fitting pair packed with traceback),
+``tb-rule:X`` (v57 with ``packs``' rule with traceback at X cells a step)
+and ``so-rule:X`` (v57, score-only windows' rule at X cells a step).
+Workloads: the proteome (local), 400 simulated reads of 2.5-3.9 kb and
+``--long-reads`` of ``--long-span`` (4-7.9 kb; ``long_reads.py``'s,
 semiglobal) and 320 uniform proteins of 1,400 residues (local; 0 reads or
-cells leave a workload out), each score-only and with
-traceback. Prints each variant's wall times and GPU-busy milliseconds
-(first repetition dropped) and the median GPU GCUPS; with ``--backend
-cpu``, the wall times and the median wall GCUPS (the CPU's 16-bit tasks
-take twice the lanes of its 32-bit ones).
+cells leave a workload out), each score-only and with traceback. Prints
+each variant's wall times and GPU-busy milliseconds (first repetition
+dropped) and the median GPU GCUPS; with ``--backend cpu``, the wall times
+and the median wall GCUPS (the CPU's 16-bit tasks take twice the lanes of
+its 32-bit ones).
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ from pairalign.kernels import gpu_backend  # noqa: E402
 NEW_BOUND = scoring.Scoring.score_bound
 NEW_WITH_GAP = scoring.Scoring._bound_with_gap
 RULES = {k: getattr(gpu_backend, k) for k in (
-    "PACK_TAIL_STEPS", "PACK_TAIL_STEPS_TRACEBACK", "PACK_TAIL_CELLS_A_STEP_TRACEBACK")}
+    "PACK_TAIL_STEPS", "PACK_TAIL_STEPS_TRACEBACK", "PACK_TAIL_CELLS_A_STEP",
+    "PACK_TAIL_CELLS_A_STEP_TRACEBACK")}
 
 
 def v55_bound(self, n, m, mode="global"):
@@ -71,6 +73,8 @@ def variant(name: str) -> None:
         gpu_backend.PACK_TAIL_STEPS = gpu_backend.PACK_TAIL_STEPS_TRACEBACK = None
     elif name in ("v56", "tb-all"):
         gpu_backend.PACK_TAIL_STEPS_TRACEBACK = None
+    elif name.startswith("so-rule:"):
+        gpu_backend.PACK_TAIL_CELLS_A_STEP = int(float(name.split(":")[1]))
     elif name.startswith("tb-rule:"):
         gpu_backend.PACK_TAIL_STEPS_TRACEBACK = RULES["PACK_TAIL_STEPS"]
         gpu_backend.PACK_TAIL_CELLS_A_STEP_TRACEBACK = int(float(name.split(":")[1]))
