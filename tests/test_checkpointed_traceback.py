@@ -151,3 +151,36 @@ def test_two_long_reads_at_the_default_budget(check_result):
     assert np.array_equal(res.pairs.score.astype(np.int64), result_parasail_scores(res))
     assert res[0].length > 15_000
     check_result(res)
+
+
+@pytest.mark.parametrize("cost, want", [(1.3, "checkpointed"), (2.5, "whole")])
+def test_fewer_threads_whole_or_all_threads_checkpointed(cost, want, monkeypatch):
+    """A budget that holds the longest task's whole traceback for one thread
+    of two: at CHECKPOINT_COST 1.3 both threads run, the long tasks
+    checkpointed; at 2.5 (checkpointing dearer than halving the threads) one
+    thread runs them whole, with a warning. Checkpointed, a task whose whole
+    traceback passes the longest task's checkpointed one is checkpointed; a
+    smaller one is not."""
+    from pairalign.job import Job, SortedSet
+    from pairalign.scoring import Scoring
+
+    monkeypatch.setattr(cpu_backend, "CHECKPOINT_COST", cost)
+    dna = Scoring.create("dna")
+    reads = _related(np.random.default_rng(2), "ACGT", [1_500, 1_400, 300])
+    job = Job("local", dna, True, SortedSet.encode(reads, dna))
+    whole = CPUBackend()._task_bytes(job, checkpointed=False)
+    be = CPUBackend(threads=2)
+    if be.requested < 2:
+        pytest.skip("needs two numba threads")
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        used = be.fit_memory(job, whole + whole // 2)
+    if want == "whole":
+        assert be.threads == 1 and be.traceback_limit is None and used == whole
+        assert [w.category for w in seen] == [MemoryBudgetWarning]
+    else:
+        assert be.threads == 2 and be.traceback_limit is not None and not seen
+        assert used == 2 * be.task_memory(job) < whole
+        n = np.array([1_500, 100])  # 100 rows: whole, under the longest checkpointed
+        assert be._checkpoints(job, n, np.array([1_500, 1_500]), cpu.LANES[2], 2).tolist() \
+            == [int(cpu_backend.checkpoint_rows(1_500, 2)), 0]
