@@ -184,3 +184,24 @@ def test_fewer_threads_whole_or_all_threads_checkpointed(cost, want, monkeypatch
         n = np.array([1_500, 100])  # 100 rows: whole, under the longest checkpointed
         assert be._checkpoints(job, n, np.array([1_500, 1_500]), cpu.LANES[2], 2).tolist() \
             == [int(cpu_backend.checkpoint_rows(1_500, 2)), 0]
+
+
+def test_no_warning_where_the_threads_outnumber_the_tasks():
+    """Two reads are one task: a budget that holds one thread's task runs it
+    with no word of the threads it leaves idle."""
+    from pairalign.job import Job, SortedSet
+    from pairalign.scoring import Scoring
+
+    dna = Scoring.create("dna")
+    reads = _related(np.random.default_rng(4), "ACGT", [1_500, 1_400])
+    job = Job("local", dna, True, SortedSet.encode(reads, dna))
+    be = CPUBackend(threads=2)
+    if be.requested < 2:
+        pytest.skip("needs two numba threads")
+    budget = be.task_memory(job) * 3 // 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MemoryBudgetWarning)
+        be.fit_memory(job, budget)
+        res = pairalign.align_all(reads, mode="local", max_memory=budget, **CPU)
+    assert be.threads == 1
+    _same_as_whole(res, pairalign.align_all(reads, mode="local", **CPU))

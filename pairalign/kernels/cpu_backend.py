@@ -112,7 +112,12 @@ class CPUBackend:
         else:
             per_task = whole
         threads = max(1, threads)
-        if threads < self.threads:
+        # at most a task a query and chunk of targets, and a pair a task: fewer
+        # threads than that is no loss
+        rows, cols = len(job.rows.lengths), len(job.col_set.lengths)
+        pairs = rows * (rows - 1) // 2 if job.triangle else rows * cols
+        tasks = min(rows * -(-cols // cpu.LANES[4]), pairs)
+        if threads < min(self.threads, tasks):
             n, m = int(job.rows.lengths[0]), int(job.col_set.lengths[0])
             warnings.warn(
                 f"the memory budget of {budget / 2**20:.0f} MiB (--max-memory) holds "
