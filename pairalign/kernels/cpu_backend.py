@@ -16,13 +16,15 @@ from . import cpu
 NEG = {np.dtype(np.int16): -16384, np.dtype(np.int32): -(1 << 30)}
 #: Rows a block of a checkpointed task's traceback; None: :func:`checkpoint_rows`.
 CHECKPOINT_ROWS: int | None = None
-#: Time a task takes checkpointed over its time holding its whole traceback:
-#: 1.17-1.32 for tasks of 32 reads of 3 or 6 kb (two cores, AVX2; a task of
-#: one or a few long reads runs faster checkpointed, its blocks in cache).
-#: Where the budget holds the longest task's whole traceback for at least
-#: 1 / CHECKPOINT_COST of the threads, that many run; else all of them, and
-#: the tasks whose whole traceback is larger than the longest task's
-#: checkpointed one are checkpointed.
+#: Time a task takes checkpointed over its time holding its whole traceback.
+#: Only the blocks its walks pass through are filled again, so it depends on
+#: the pairs: 1.9x for copies of one 3 kb sequence (local, every walk end to
+#: end), 0.6-0.7x for simulated reads of 3-8 kb, most pairs not overlapping
+#: (two AVX2 cores; 16 AVX-512 threads bound by DRAM writing whole
+#: tracebacks: 0.7x). Where the budget holds the longest task's whole
+#: traceback for at least 1 / CHECKPOINT_COST of the threads, that many
+#: run; else all of them, and the tasks whose whole traceback is larger
+#: than the longest task's checkpointed one are checkpointed.
 CHECKPOINT_COST = 1.3
 
 
