@@ -23,7 +23,6 @@ import os
 import time
 import warnings
 
-import numpy as np
 
 import pairalign
 from pairalign.engine import parse_memory
@@ -33,8 +32,7 @@ from pairalign.kernels.cpu_backend import CPUBackend
 from pairalign.scheduler.plan import DEFAULT_MAX_MEMORY
 from pairalign.scoring import Scoring
 
-from long_reads import parasail_gcups, simulated_reads
-from workloads import cells_of
+from long_reads import parasail_gcups, read_sets
 
 
 def timed(reads: list[str], mode: str, budget: int, runs: int) -> float:
@@ -69,11 +67,7 @@ def main() -> None:
     args = ap.parse_args()
     whole_budget = parse_memory(args.whole_memory)
     rows = []
-    for spec in args.sets.split(","):
-        count, span = spec.split(":")
-        lo, hi = (int(x) for x in span.split("-"))
-        reads = simulated_reads(int(count), lo, hi, args.error)
-        cells = cells_of(np.array([len(r) for r in reads]))
+    for spec, reads, cells in read_sets(args.sets, args.error):
         sc = Scoring.create("dna")
         job = Job(args.mode, sc, True, SortedSet.encode(reads, sc))
         be = CPUBackend()

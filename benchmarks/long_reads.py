@@ -44,6 +44,16 @@ def simulated_reads(count: int, lo: int, hi: int, error: float, seed: int = 1) -
     return reads
 
 
+def read_sets(sets: str, error: float):
+    """``(spec, reads, cells)`` for each ``COUNT:LO-HI`` of ``sets`` (comma
+    separated): :func:`simulated_reads` and the cells of their all-vs-all."""
+    for spec in sets.split(","):
+        count, span = spec.split(":")
+        lo, hi = (int(x) for x in span.split("-"))
+        reads = simulated_reads(int(count), lo, hi, error)
+        yield spec, reads, cells_of(np.array([len(r) for r in reads]))
+
+
 def parasail_worker(args):
     import parasail
 
@@ -101,12 +111,8 @@ def main() -> None:
     be = GPUBackend()
     print(f"device: {be.describe()}; budget a window {be.device_budget() / 1e9:.1f} GB")
     rows = []
-    for spec in args.sets.split(","):
-        count, span = spec.split(":")
-        lo, hi = (int(x) for x in span.split("-"))
-        reads = simulated_reads(int(count), lo, hi, args.error)
-        cells = cells_of(np.array([len(r) for r in reads]))
-        pairs = int(count) * (int(count) - 1) // 2
+    for spec, reads, cells in read_sets(args.sets, args.error):
+        pairs = len(reads) * (len(reads) - 1) // 2
         for tb in (True, False):
             r = timed(be, reads, tb, args.runs)
             if args.stages:
