@@ -23,7 +23,6 @@ import os
 import time
 import warnings
 
-
 import pairalign
 from pairalign.engine import parse_memory
 from pairalign.errors import MemoryBudgetWarning, OptionError
