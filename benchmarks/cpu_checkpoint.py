@@ -27,6 +27,7 @@ import pairalign
 from pairalign.engine import parse_memory
 from pairalign.errors import MemoryBudgetWarning, OptionError
 from pairalign.job import Job, SortedSet
+from pairalign.kernels import cpu_backend
 from pairalign.kernels.cpu_backend import CPUBackend
 from pairalign.scheduler.plan import DEFAULT_MAX_MEMORY
 from pairalign.scoring import Scoring
@@ -51,7 +52,7 @@ def how(reads: list[str], mode: str, budget: int) -> str:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", MemoryBudgetWarning)
         be.fit_memory(job, budget)
-    ck = "whole" if be.traceback_limit is None else "checkpointed"
+    ck = "whole" if be.traceback_limit == cpu_backend.NO_CHECKPOINT else "checkpointed"
     return f"{be.threads}/{be.requested} threads, {ck}"
 
 

@@ -176,10 +176,11 @@ def test_fewer_threads_whole_or_all_threads_checkpointed(cost, want, monkeypatch
         warnings.simplefilter("always")
         used = be.fit_memory(job, whole + whole // 2)
     if want == "whole":
-        assert be.threads == 1 and be.traceback_limit is None and used == whole
+        assert be.threads == 1 and be.traceback_limit == cpu_backend.NO_CHECKPOINT
+        assert used == whole == be.task_memory(job)
         assert [w.category for w in seen] == [MemoryBudgetWarning]
     else:
-        assert be.threads == 2 and be.traceback_limit is not None and not seen
+        assert be.threads == 2 and be.traceback_limit < whole and not seen
         assert used == 2 * be.task_memory(job) < whole
         n = np.array([1_500, 100])  # 100 rows: whole, under the longest checkpointed
         assert be._checkpoints(job, n, np.array([1_500, 1_500]), cpu.LANES[2], 2).tolist() \

@@ -26,6 +26,8 @@ CHECKPOINT_ROWS: int | None = None
 #: run; else all of them, and the tasks whose whole traceback is larger
 #: than the longest task's checkpointed one are checkpointed.
 CHECKPOINT_COST = 1.3
+#: :attr:`CPUBackend.traceback_limit` where no task is checkpointed.
+NO_CHECKPOINT = 1 << 62
 
 
 def checkpoint_rows(n: np.ndarray | int, itemsize: int) -> np.ndarray:
@@ -64,7 +66,7 @@ class CPUBackend:
         self.requested = limit if threads is None else max(1, min(int(threads), limit))
         self.threads = self.requested
         #: a task whose whole traceback passes this many bytes is checkpointed
-        #: (set by :meth:`fit_memory`; None: none is)
+        #: (set by :meth:`fit_memory`, NO_CHECKPOINT where none is; None before)
         self.traceback_limit: int | None = None
 
     def describe(self) -> str:
@@ -102,7 +104,7 @@ class CPUBackend:
         :class:`~pairalign.errors.MemoryBudgetWarning`.
         """
         self.threads = self.requested
-        self.traceback_limit = None
+        self.traceback_limit = NO_CHECKPOINT
         whole = self._task_bytes(job, False)
         threads = min(self.threads, budget // whole)
         checkpointed = self._task_bytes(job, True) if job.traceback else whole
@@ -235,7 +237,7 @@ class CPUBackend:
         """Rows of the blocks of each task's checkpointed traceback (0: whole)
         for tasks of ``n`` rows and ``M`` columns: checkpointed where the whole
         passes :attr:`traceback_limit` and checkpoints take less room."""
-        if not job.traceback or self.traceback_limit is None:
+        if not job.traceback or self.traceback_limit in (None, NO_CHECKPOINT):
             return np.zeros(len(n), np.int64)
         rows = checkpoint_rows(n, itemsize)
         whole = n * M * (lanes // 2)
