@@ -10,9 +10,9 @@ computed only for the quarters of lanes that still have a target residue there
 Tasks are split among workers longest first; each worker reuses its buffers.
 A task too large to hold its whole traceback (``n * M * lanes / 2`` bytes) is
 checkpointed: the fill keeps ``H`` and ``F`` every few rows and writes no
-traceback, and the walk fills each block of rows again, last first, from its
-checkpoint (:func:`align_tasks`): about one more fill, in a fraction of
-the memory.
+traceback, and the walk fills again, last first, from their checkpoints, the
+blocks of rows that it passes through (:func:`align_tasks`): at most one
+more fill, in a fraction of the memory.
 
 Conventions (shared with the GPU kernels, see ``pairalign.kernels.conventions``):
 cells ``(i, j)`` are 1-based, ``i`` over the query (rows), ``j`` over the target;
