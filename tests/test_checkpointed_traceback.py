@@ -129,7 +129,8 @@ def test_a_budget_below_the_whole_traceback_checkpoints(tmp_path):
     dna = Scoring.create("dna")
     job = Job("local", dna, True, SortedSet.encode(reads, dna))
     least = CPUBackend().task_memory(job)
-    whole = CPUBackend()._task_bytes(job, checkpointed=False)
+    whole_tb, _, rows = CPUBackend()._longest_task(job)
+    whole = whole_tb + rows
     assert least < whole // 4
     budget = 2 * least + least // 2
     with warnings.catch_warnings():
@@ -168,7 +169,8 @@ def test_fewer_threads_whole_or_all_threads_checkpointed(cost, want, monkeypatch
     dna = Scoring.create("dna")
     reads = _related(np.random.default_rng(2), "ACGT", [1_500, 1_400, 300])
     job = Job("local", dna, True, SortedSet.encode(reads, dna))
-    whole = CPUBackend()._task_bytes(job, checkpointed=False)
+    whole_tb, _, rows = CPUBackend()._longest_task(job)
+    whole = whole_tb + rows
     be = CPUBackend(threads=2)
     if be.requested < 2:
         pytest.skip("needs two numba threads")

@@ -72,27 +72,25 @@ class CPUBackend:
     def describe(self) -> str:
         return f"cpu ({self.threads} threads)"
 
-    def _task_bytes(self, job: Job, checkpointed: bool) -> int:
-        """Bytes of the longest task: its traceback, whole or checkpointed, and rows."""
+    def _longest_task(self, job: Job) -> tuple[int, int, int]:
+        """Bytes of the longest task: its whole traceback, its checkpointed one
+        (0 and 0 without traceback) and its rows (``H`` and ``F``)."""
         n, m = int(job.rows.lengths[0]), int(job.col_set.lengths[0])
         lanes = cpu.LANES[2]  # the most lanes, two bytes each
-        tb = 0
-        if job.traceback:
-            rows = checkpoint_rows(n, 2) if checkpointed else 0
-            tb = int(traceback_bytes(n, m, lanes, 2, rows))
-        return tb + 8 * (m + 1) * lanes
+        rows = 8 * (m + 1) * lanes
+        if not job.traceback:
+            return 0, 0, rows
+        whole, checkpointed = (int(traceback_bytes(n, m, lanes, 2, k))
+                               for k in (0, checkpoint_rows(n, 2)))
+        return whole, checkpointed, rows
 
     def task_memory(self, job: Job) -> int:
         """Bytes one task (one query x one chunk of lanes) holds at most; before
         :meth:`fit_memory`, the least the longest task can run in."""
-        whole = self._task_bytes(job, False)
-        if not job.traceback:
-            return whole
-        checkpointed = self._task_bytes(job, True)
+        whole, checkpointed, rows = self._longest_task(job)
         if self.traceback_limit is None:
-            return min(whole, checkpointed)
-        n, m = int(job.rows.lengths[0]), int(job.col_set.lengths[0])
-        return checkpointed if n * m * (cpu.LANES[2] // 2) > self.traceback_limit else whole
+            return min(whole, checkpointed) + rows
+        return (checkpointed if whole > self.traceback_limit else whole) + rows
 
     def fit_memory(self, job: Job, budget: int) -> int:
         """Threads and checkpointing for the budget; returns the tasks' bytes.
@@ -105,22 +103,16 @@ class CPUBackend:
         """
         self.threads = self.requested
         self.traceback_limit = NO_CHECKPOINT
-        whole = self._task_bytes(job, False)
-        threads = min(self.threads, budget // whole)
-        checkpointed = self._task_bytes(job, True) if job.traceback else whole
+        whole, checkpointed, rows = self._longest_task(job)
+        threads = min(self.threads, budget // (whole + rows))
         if checkpointed < whole and threads * CHECKPOINT_COST < self.threads:
-            threads = min(self.threads, budget // checkpointed)
-            m = int(job.col_set.lengths[0])
-            self.traceback_limit = checkpointed - 8 * (m + 1) * cpu.LANES[2]
-            per_task = checkpointed
-        else:
-            per_task = whole
+            threads = min(self.threads, budget // (checkpointed + rows))
+            self.traceback_limit = checkpointed
+        per_task = self.task_memory(job)
         threads = max(1, threads)
         # at most a task a query and chunk of targets, and a pair a task: fewer
         # threads than that is no loss
-        rows, cols = len(job.rows.lengths), len(job.col_set.lengths)
-        pairs = rows * (rows - 1) // 2 if job.triangle else rows * cols
-        tasks = min(rows * -(-cols // cpu.LANES[4]), pairs)
+        tasks = min(len(job.rows) * -(-len(job.col_set) // cpu.LANES[4]), job.pairs)
         if threads < min(self.threads, tasks):
             n, m = int(job.rows.lengths[0]), int(job.col_set.lengths[0])
             warnings.warn(
@@ -240,7 +232,7 @@ class CPUBackend:
         if not job.traceback or self.traceback_limit in (None, NO_CHECKPOINT):
             return np.zeros(len(n), np.int64)
         rows = checkpoint_rows(n, itemsize)
-        whole = n * M * (lanes // 2)
+        whole = traceback_bytes(n, M, lanes, itemsize, 0)
         smaller = traceback_bytes(n, M, lanes, itemsize, rows) < whole
         return np.where((whole > self.traceback_limit) & smaller, rows, 0)
 
