@@ -2,7 +2,7 @@
 bound of each session since v55, in one process, alternating: their rate
 where lengths pass ~1,230 residues or ~2,300 bp.
 
-    python benchmarks/bound_ab.py [--reps 4] [--variants v55,v56,v57]
+    python benchmarks/bound_ab.py [--reps 4] [--variants v55,v56,v57,v59]
                                   [--backend cpu --reads 60 --protein-cells 2e9
                                   --no-proteome] [--long-reads 300]
                                   [--long-span 4000-7900]
@@ -11,10 +11,12 @@ Variants: ``v55`` (the best pair's score times the shorter length *plus*
 the two-gap path; every pair that fits packs), ``v56`` (the larger of the
 two, in every mode; a score-only window's few pairs of long packed steps
 unpacked, ``gpu_backend.packs``), ``v57`` (the bound by mode: no two-gap
-path in local and semiglobal mode; the code's rules as they are, the
-default), ``tb-all`` (v57 with every fitting pair packed with traceback),
-``tb-rule:X`` (v57 with ``packs``' rule with traceback at X cells a step)
-and ``so-rule:X`` (v57, score-only windows' rule at X cells a step).
+path in local and semiglobal mode), ``v59`` (v57 with score-only long
+pairs packed only where they make PACK_MIN_WARPS_A_SM warps a
+multiprocessor; the code's rules as they are), ``tb-all`` (v59 with every
+fitting pair packed with traceback),
+``tb-rule:X`` (v59 with ``packs``' rule with traceback at X cells a step)
+and ``so-rule:X`` (v59, score-only windows' rule at X cells a step).
 Workloads: the proteome (local), 400 simulated reads of 2.5-3.9 kb and
 ``--long-reads`` of ``--long-span`` (4-7.9 kb; ``long_reads.py``'s,
 semiglobal) and 320 uniform proteins of 1,400 residues (local; 0 reads or
@@ -45,7 +47,7 @@ NEW_BOUND = scoring.Scoring.score_bound
 NEW_WITH_GAP = scoring.Scoring._bound_with_gap
 RULES = {k: getattr(gpu_backend, k) for k in (
     "PACK_TAIL_STEPS", "PACK_TAIL_STEPS_TRACEBACK", "PACK_TAIL_CELLS_A_STEP",
-    "PACK_TAIL_CELLS_A_STEP_TRACEBACK")}
+    "PACK_TAIL_CELLS_A_STEP_TRACEBACK", "PACK_MIN_WARPS_A_SM")}
 
 
 def v55_bound(self, n, m, mode="global"):
@@ -73,12 +75,16 @@ def variant(name: str) -> None:
         gpu_backend.PACK_TAIL_STEPS = gpu_backend.PACK_TAIL_STEPS_TRACEBACK = None
     elif name in ("v56", "tb-all"):
         gpu_backend.PACK_TAIL_STEPS_TRACEBACK = None
+        if name == "v56":
+            gpu_backend.PACK_MIN_WARPS_A_SM = 0
+    elif name == "v57":
+        gpu_backend.PACK_MIN_WARPS_A_SM = 0
     elif name.startswith("so-rule:"):
         gpu_backend.PACK_TAIL_CELLS_A_STEP = int(float(name.split(":")[1]))
     elif name.startswith("tb-rule:"):
         gpu_backend.PACK_TAIL_STEPS_TRACEBACK = RULES["PACK_TAIL_STEPS"]
         gpu_backend.PACK_TAIL_CELLS_A_STEP_TRACEBACK = int(float(name.split(":")[1]))
-    elif name != "v57":
+    elif name != "v59":
         raise SystemExit(f"unknown variant {name!r}")
 
 
@@ -92,7 +98,7 @@ def main() -> None:
     ap.add_argument("--no-proteome", action="store_true")
     ap.add_argument("--long-reads", type=int, default=300, help="reads of --long-span (0: none)")
     ap.add_argument("--long-span", default="4000-7900", help="their lengths, LO-HI bp")
-    ap.add_argument("--variants", default="v55,v56,v57")
+    ap.add_argument("--variants", default="v55,v56,v57,v59")
     args = ap.parse_args()
     names = args.variants.split(",")
     gpu = args.backend == "gpu"
@@ -134,7 +140,7 @@ def main() -> None:
                     busy = be.timings.get("gpu_busy", 0.0) if gpu else wall
                     if rep or args.reps == 1:
                         res.setdefault((label, tb, name), []).append((wall, busy))
-    variant("v57")
+    variant("v59")
     cells = {label: cells_of(np.array([len(s) for s in seqs])) for label, _, _, seqs in work}
     for (label, tb, name), v in res.items():
         v = np.array(v)

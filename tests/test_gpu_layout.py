@@ -363,6 +363,41 @@ def test_long_reads_with_traceback_unpack():
         assert packed.all() if want else not packed.any()
 
 
+@pytest.mark.parametrize("reads, sms, want", [(200, 132, False), (400, 132, True),
+                                              (200, 48, True)])
+def test_long_reads_score_only_pack_where_they_fill_the_device(reads, sms, want):
+    """Score-only, a window of reads of 5-12 kb packs its long pairs that fit
+    16 bits only where they make PACK_MIN_WARPS_A_SM warps on each of the
+    device's multiprocessors: 200 reads (13,000 such pairs, ~800 warps) too
+    few for 132, not for 48; 400 reads enough. Those that do not pack are
+    exactly the long ones that fit."""
+    from pairalign.job import Job, SortedSet
+    from pairalign.scoring import Scoring
+
+    rng = np.random.default_rng(12)
+    scoring = Scoring.create("dna")
+    lengths = rng.integers(5000, 12000, reads)
+    seqs = ["".join(rng.choice(list("ACGT"), int(k))) for k in lengths]
+    job = Job("semiglobal", scoring, False, SortedSet.encode(seqs, scoring))
+    k = job.rows.lengths
+    w = make_window(k, k, 0, reads, 0, reads, True)
+    table = JobLengths.of(k, k)
+    fits = gpu_backend.packs(job, table, w, False, multiprocessors=sms)
+    r, c = window_pairs(w)
+    n, m = k[r], k[c]
+    packed = np.asarray(fits(n, m), bool)
+    fit = job.scoring.fits_int16(n, m, "semiglobal")
+    rows, group = gpu_backend._pack_shape(False, "semiglobal")
+    long = -(-n // (rows * group)) * m > gpu_backend.PACK_TAIL_STEPS
+    warps = (fit & long).sum() * group / 64
+    assert (warps >= gpu_backend.PACK_MIN_WARPS_A_SM * sms) == want
+    assert fit.sum() > 0.5 * len(fit)
+    assert np.array_equal(packed, fit if want else fit & ~long)
+    # the planner without a device counts an H100's
+    default = np.asarray(gpu_backend.packs(job, table, w, False)(n, m), bool)
+    assert np.array_equal(default, packed if sms == 132 else fit & ~long)
+
+
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), longest=st.sampled_from([400, 1500, 4600]),
        count=st.integers(2, 120), traceback=st.booleans(), tail=st.sampled_from([64, 8192]))

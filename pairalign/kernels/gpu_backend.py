@@ -68,6 +68,18 @@ PACKED_TRACEBACK = True
 #: ms. None: every pair that fits 16 bits packs.
 PACK_TAIL_STEPS: int | None = 8192
 PACK_TAIL_CELLS_A_STEP = 470_000
+#: Score-only, those pairs pack only where they make, besides, at least this
+#: many packed warps a multiprocessor (a couple of them a group of lanes, a
+#: warp 32 // group couples): a packed step is a chain of 32 rows, and with
+#: fewer warps than ~3 a scheduler the device waits on it. Reads of 4-7.9 kb
+#: and 5-12 kb, score-only, each window one launch (H100, GPU ms, every
+#: fitting pair packed against none): 1,238 packed warps (9.4 a SM) 504
+#: against 448, 824 (6.2) 1,070 against 908; 1,901 (14.4) 1,792 against
+#: 1,983, 2,794 (21) 721 against 984 (NOTES.md, v59).
+PACK_MIN_WARPS_A_SM = 12
+#: The multiprocessors a plan made without a device (:meth:`GPUBackend.planner`)
+#: counts: an H100's and an H200's.
+PLAN_MULTIPROCESSORS = 132
 #: The same with traceback, where the unpacked kernels are the slower: the
 #: proteome's GPU time with traceback, 117-124 ms with every fitting pair
 #: packed, was 131-139 ms with its pairs of 4,560 x 950-1,452 unpacked. So
@@ -465,13 +477,16 @@ def _pack_shape(traceback: bool, mode: str) -> tuple[int, int]:
     return (PACK_ROWS_TRACEBACK, PACK_GROUP_TRACEBACK) if traceback else PACK_SHAPES[mode]
 
 
-def packs(job: Job, lengths: JobLengths, w: Window, traceback: bool) -> Callable:
+def packs(job: Job, lengths: JobLengths, w: Window, traceback: bool,
+          multiprocessors: int = PLAN_MULTIPROCESSORS) -> Callable:
     """Which pairs of window ``w`` run packed, as ``fits(n, m)`` (true for
     every shorter target once true for one): those whose scores fit 16 bits,
     less, in a window where they are too few to pay for their tail, those of
-    more than PACK_TAIL_STEPS (PACK_TAIL_STEPS_TRACEBACK) packed steps. With
-    traceback, only where they hold at least PACK_TAIL_SHARE_TRACEBACK of
-    the window's cells."""
+    more than PACK_TAIL_STEPS (PACK_TAIL_STEPS_TRACEBACK) packed steps:
+    score-only, too few also where they make fewer than PACK_MIN_WARPS_A_SM
+    warps on each of the device's ``multiprocessors``. With traceback, only
+    where they hold at least PACK_TAIL_SHARE_TRACEBACK of the window's
+    cells."""
     def fits16(n, m):
         return job.scoring.fits_int16(n, m, job.mode)
 
@@ -499,7 +514,9 @@ def packs(job: Job, lengths: JobLengths, w: Window, traceback: bool) -> Callable
     cells = int((n[some] * (prefix[hi[some]] - prefix[lo[some]])).sum())
     longest = int(steps(n[some], lengths.cols[lo[some]]).max())
     a_step = PACK_TAIL_CELLS_A_STEP_TRACEBACK if traceback else PACK_TAIL_CELLS_A_STEP
-    if cells >= a_step * longest:
+    warps = int((hi - lo)[some].sum()) * group / 64  # pairs / 2 couples, 32 / group a warp
+    if cells >= a_step * longest and (
+            traceback or warps >= PACK_MIN_WARPS_A_SM * multiprocessors):
         return fits16
     if traceback:  # the window's other pairs run beside them
         window = int((n * (prefix[w.c1] - prefix[a])).sum())
@@ -813,6 +830,11 @@ class GPUBackend:
     def multiprocessors(self) -> int:
         """The device's multiprocessors."""
         return int(self.device.attributes["MultiProcessorCount"])
+
+    def _plan_multiprocessors(self) -> int:
+        """The multiprocessors a plan counts: the device's, or without one
+        (:meth:`planner`) PLAN_MULTIPROCESSORS."""
+        return self.multiprocessors if hasattr(self, "device") else PLAN_MULTIPROCESSORS
 
     def describe(self) -> str:
         props = self.cp.cuda.runtime.getDeviceProperties(self.devices[0])
@@ -1500,7 +1522,8 @@ class GPUBackend:
         lengths = self._job_plans(job)["lengths"]
         return plan(lengths, w,
                     traceback=traceback, wide_steps=limit,
-                    fits16=packs(job, lengths, w, traceback) if pack else None,
+                    fits16=packs(job, lengths, w, traceback,
+                                 self._plan_multiprocessors()) if pack else None,
                     score_bytes=job.score_dtype(w).itemsize,
                     couples_per_warp=32 // _pack_shape(traceback, job.mode)[1],
                     couple_stripes=PACK_ROWS_TRACEBACK // STRIPE,
