@@ -10,7 +10,7 @@ import numpy as np
 from ..errors import MemoryBudgetWarning
 from ..job import Job
 from ..pairs import PairBatch, compact_ops
-from ..scheduler.windows import Window, window_pairs
+from ..scheduler.windows import Window, first_columns, window_pairs
 from . import cpu
 
 NEG = {np.dtype(np.int16): -16384, np.dtype(np.int32): -(1 << 30)}
@@ -152,9 +152,8 @@ class CPUBackend:
                 "identities", "length", "n_ops")}
 
         # pair slot of (row r, first column c): window_pairs' row-major order
-        rows = np.arange(w.r0, w.r1)
-        first = np.maximum(w.c0, rows + 1) if w.triangle else np.full(len(rows), w.c0)
-        per_row = np.maximum(w.c1 - first, 0)
+        _, first = first_columns(w)
+        per_row = w.c1 - first
         row_start = np.concatenate([[0], np.cumsum(per_row)[:-1]]).astype(np.int64)
 
         L16, L32 = cpu.LANES[2], cpu.LANES[4]

@@ -16,9 +16,9 @@ import numpy as np
 from ..job import Job
 from ..pairs import DeviceOps, DevicePairBatch, PairBatch, _offsets, pair_bytes
 from ..scheduler.devices import is_out_of_memory
-from ..scheduler.windows import BLOCK, Window
+from ..scheduler.windows import BLOCK, Window, first_columns
 from .conventions import MODES
-from .gpu_layout import (STRIPE, JobLengths, LayoutPlan, band_words, first_columns,
+from .gpu_layout import (STRIPE, JobLengths, LayoutPlan, band_words,
                          first_fit, plan_window, stride2_prefix)
 
 THREADS = 256

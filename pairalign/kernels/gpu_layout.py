@@ -43,7 +43,7 @@ from typing import Callable
 import numpy as np
 
 from ..pairs import _offsets, _ranges
-from ..scheduler.windows import Window
+from ..scheduler.windows import Window, first_columns
 
 STRIPE = 8
 #: Segment kinds (the ``kind`` column of :attr:`LayoutPlan.segments`).
@@ -194,14 +194,6 @@ class JobLengths:
         for x in arrays:  # of every job alike (numba's planner types them so)
             x.flags.writeable = False
         return cls(*arrays)
-
-
-def first_columns(w: Window) -> tuple[np.ndarray, np.ndarray]:
-    """A window's rows (sorted positions) and each one's first column (a
-    triangle's after the diagonal, at most ``c1``), int64."""
-    r = np.arange(w.r0, w.r1, dtype=np.int64)
-    a = np.maximum(w.c0, r + 1) if w.triangle else np.full(r.size, w.c0, np.int64)
-    return r, np.minimum(a, w.c1)
 
 
 def row_runs(lengths: JobLengths, w: Window, wide_steps: int | None,

@@ -156,6 +156,15 @@ def _diagonal_work(lengths: np.ndarray) -> tuple[int, int]:
     return k * (k - 1) // 2, cells
 
 
+def first_columns(w: Window) -> tuple[np.ndarray, np.ndarray]:
+    """A window's rows (sorted positions) and each one's first column (a
+    triangle's after the diagonal, at most ``c1``), int64: row ``r``'s pairs
+    are columns ``[a, c1)``, in :func:`window_pairs`' row-major order."""
+    r = np.arange(w.r0, w.r1, dtype=np.int64)
+    a = np.maximum(w.c0, r + 1) if w.triangle else np.full(r.size, w.c0, np.int64)
+    return r, np.minimum(a, w.c1)
+
+
 def window_pairs(window: Window) -> tuple[np.ndarray, np.ndarray]:
     """Row and column sorted positions of every pair of a window, row-major."""
     r = np.arange(window.r0, window.r1)
