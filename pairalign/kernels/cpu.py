@@ -11,8 +11,9 @@ Tasks are split among workers longest first; each worker reuses its buffers.
 A task too large to hold its whole traceback (``n * M * lanes / 2`` bytes) is
 checkpointed: the fill keeps ``H`` and ``F`` every few rows and writes no
 traceback, and the walk fills again, last first, from their checkpoints, the
-blocks of rows that it passes through (:func:`align_tasks`): at most one
-more fill, in a fraction of the memory.
+blocks of rows that it passes through (:func:`align_tasks`), each lane to the
+column its walk enters the block at: at most about half a fill more, in a
+fraction of the memory.
 
 Conventions (shared with the GPU kernels, see ``pairalign.kernels.conventions``):
 cells ``(i, j)`` are 1-based, ``i`` over the query (rows), ``j`` over the target;
@@ -409,7 +410,8 @@ def _fill(mode, a, r0, prof, pbase, pwidth, mlen, M, go, ge, neg, H, F, S, tb, w
     (``n * M * lanes / 2`` bytes). Else the fill writes no traceback but keeps
     ``H`` and ``F`` every ``ck_rows`` rows from row 0 in ``ckH`` and ``ckF``;
     block ``r0 >= 0`` (rows ``r0 + 1 .. r0 + ck_rows``) then starts from its
-    checkpoint and writes its traceback to ``tb``, from its first row.
+    checkpoint and writes its traceback to ``tb``, from its first row, each
+    lane's to its column ``mlen[k]`` (no cell depends on one to its right).
     """
     n = a.shape[0]
     lanes = mlen.shape[0]
@@ -720,6 +722,7 @@ def align_tasks(mode, want_tb, codes, seq_off, task_row, task_chunk, task_lane0,
         bi = np.empty(lanes, np.int64)
         bj = np.empty(lanes, np.int64)
         mlen = np.empty(lanes, np.int64)
+        mcap = np.empty(lanes, np.int64)
         seg = np.empty((QUARTERS + 1, 4), np.int64)
         st = np.empty((lanes, W_FIELDS), np.int64)
         over = np.zeros(lanes, np.bool_)
@@ -745,8 +748,16 @@ def align_tasks(mode, want_tb, codes, seq_off, task_row, task_chunk, task_lane0,
             # r0 an int64, not the literal -1, which numba would compile _fill for
             r0 = np.int64(-1)
             while True:
-                _fill(mode, a, r0, profiles, prof_off[ch], pwidth, mlen, M, go, ge, neg, H,
-                      F, S, tbuf, want_tb, best, bi, bj, seg, ck_rows, ckH, ckF)
+                if r0 >= 0:
+                    # a block again: only the lanes whose walks pass through it,
+                    # each to its walk's column (walks go up and left)
+                    for k in range(lanes):
+                        mcap[k] = 0
+                        if k >= lane0 and mlen[k] > 0 and not over[k] and st[k, W_I] > r0:
+                            mcap[k] = st[k, W_J]
+                _fill(mode, a, r0, profiles, prof_off[ch], pwidth, mlen if r0 < 0 else mcap, M,
+                      go, ge, neg, H, F, S, tbuf, want_tb, best, bi, bj, seg, ck_rows, ckH,
+                      ckF)
                 if r0 < 0:
                     for k in range(lane0, width):
                         p = task_out[t] + k - lane0

@@ -17,14 +17,16 @@ NEG = {np.dtype(np.int16): -16384, np.dtype(np.int32): -(1 << 30)}
 #: Rows a block of a checkpointed task's traceback; None: :func:`checkpoint_rows`.
 CHECKPOINT_ROWS: int | None = None
 #: Time a task takes checkpointed over its time holding its whole traceback.
-#: Only the blocks its walks pass through are filled again, so it depends on
-#: the pairs: 1.9x for copies of one 3 kb sequence (local, every walk end to
-#: end), 0.6-0.7x for simulated reads of 3-8 kb, most pairs not overlapping
-#: (two AVX2 cores; 16 AVX-512 threads bound by DRAM writing whole
-#: tracebacks: 0.7x). Where the budget holds the longest task's whole
-#: traceback for at least 1 / CHECKPOINT_COST of the threads, that many
-#: run; else all of them, and the tasks whose whole traceback is larger
-#: than the longest task's checkpointed one are checkpointed.
+#: Only the blocks its walks pass through are filled again, each lane to its
+#: walk's column, so it depends on the pairs (two AVX2 cores, v59): 1.3x
+#: (semiglobal) and 1.4x (local) for copies of one 3 kb sequence, every walk
+#: end to end (1.9x when blocks were filled across); 0.7-0.8x for
+#: simulated reads of 4-7.9 kb, most pairs not overlapping (16 AVX-512
+#: threads bound by DRAM writing whole tracebacks: 0.7x). Where the budget
+#: holds the longest task's whole traceback for at least 1 /
+#: CHECKPOINT_COST of the threads, that many run; else all of them, and
+#: the tasks whose whole traceback is larger than the longest task's
+#: checkpointed one are checkpointed.
 CHECKPOINT_COST = 1.3
 #: :attr:`CPUBackend.traceback_limit` where no task is checkpointed.
 NO_CHECKPOINT = 1 << 62
