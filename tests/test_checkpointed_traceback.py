@@ -59,6 +59,13 @@ def checkpointed(monkeypatch):
     return Checkpointed(monkeypatch)
 
 
+@pytest.fixture(autouse=True)
+def no_waves(monkeypatch):
+    """Every pair on a task (long queries with few targets would run a pair
+    at a time on all lanes, cpu_wave, with no checkpoints)."""
+    monkeypatch.setattr(cpu_backend, "WAVE_MAX_TARGETS", None)
+
+
 def _related(rng, letters: str, lengths) -> list[str]:
     """Sequences of ``lengths``, each a mutated piece of one ancestor (so that
     alignments hold long runs, gaps and mismatches), a few unrelated."""

@@ -83,8 +83,16 @@ def _smax(builder, x, y):
     return builder.select(builder.icmp_signed(">", x, y), x, y)
 
 
-def make_segment(want_tb: bool, local: bool):
+def make_segment(want_tb: bool, local: bool, transposed: bool = False):
     """An intrinsic computing columns ``j0..j1`` of one DP row for quarters ``q0..q1-1``.
+
+    ``transposed``: the row is a column of the pair (:mod:`.cpu_wave`: ``j``
+    runs down a lane's rows, ``H``/``F`` hold its rows' H and E of the column
+    before, the running ``E`` is the pair's F), so the traceback's E and F
+    trade places: its nibble is the pair's (E = this ``F``, ties ``diag``,
+    then ``F``, then ``E`` here). Every lane then takes part (``q0``, ``q1``
+    are 0 and QUARTERS): one loop, not one for each run of quarters, for
+    numba to compile in its caller.
 
     ``segment(H, F, P, poff, TB, tboff, S, q0, q1, j0, j1, go, ge)``; every buffer
     is flat, a row of ``L`` lanes (``L = TASK_LANES[itemsize]``):
@@ -131,6 +139,10 @@ def make_segment(want_tb: bool, local: bool):
             poff64, tboff64 = as64(3, poff_), as64(5, tboff_)
             q0v, q1v = as64(7, q0_), as64(8, q1_)
             j0v, j1v = as64(9, j0_), as64(10, j1_)
+            if transposed:
+                _emit_loop(builder, ity, L, half, _parts(0, QUARTERS, g), Hp, Fp, Pp, poff64,
+                           TBp, tboff64, Sp, j0v, j1v, go_, ge_, want_tb, local, transposed)
+                return context.get_dummy_value()
             key = builder.add(builder.mul(q0v, i64(8)), q1v)
             fn = builder.function
             bb_end = fn.append_basic_block("seg.end")
@@ -141,7 +153,8 @@ def make_segment(want_tb: bool, local: bool):
                     sw.add_case(i64(a * 8 + b), bb)
                     builder.position_at_end(bb)
                     _emit_loop(builder, ity, L, half, _parts(a, b, g), Hp, Fp, Pp, poff64,
-                               TBp, tboff64, Sp, j0v, j1v, go_, ge_, want_tb, local)
+                               TBp, tboff64, Sp, j0v, j1v, go_, ge_, want_tb, local,
+                               transposed)
                     builder.branch(bb_end)
             builder.position_at_end(bb_end)
             return context.get_dummy_value()
@@ -164,7 +177,7 @@ def _parts(a, b, g):
 
 
 def _emit_loop(builder, ity, L, half, parts, Hp, Fp, Pp, poff, TBp, tboff, Sp, j0, j1,
-               go, ge, want_tb, local):
+               go, ge, want_tb, local, transposed=False):
     i64 = ir.IntType(64)
     i32 = ir.IntType(32)
     i8 = ir.IntType(8)
@@ -227,13 +240,18 @@ def _emit_loop(builder, ity, L, half, parts, Hp, Fp, Pp, poff, TBp, tboff, Sp, j
         fv = _smax(builder, f_ext, f_open)
         h = _smax(builder, _smax(builder, diag, ev), fv)
         if want_tb:
+            pe = fv if transposed else ev  # the pair's E (transposed: fv here)
             org = builder.select(builder.icmp_signed("==", h, diag), const(vty, 1),
-                                 builder.select(builder.icmp_signed("==", h, ev), const(vty, 2),
+                                 builder.select(builder.icmp_signed("==", h, pe), const(vty, 2),
                                                 const(vty, 3)))
             if local:
                 org = builder.select(builder.icmp_signed(">", h, ZERO), org, ZERO)
-            eb = builder.select(builder.icmp_signed(">", e_ext, e_open), const(vty, 4), ZERO)
-            fb = builder.select(builder.icmp_signed(">", f_ext, f_open), const(vty, 8), ZERO)
+            e_gt = builder.icmp_signed(">", e_ext, e_open)
+            f_gt = builder.icmp_signed(">", f_ext, f_open)
+            if transposed:
+                e_gt, f_gt = f_gt, e_gt
+            eb = builder.select(e_gt, const(vty, 4), ZERO)
+            fb = builder.select(f_gt, const(vty, 8), ZERO)
             tv = builder.trunc(builder.or_(org, builder.or_(eb, fb)), ir.VectorType(i8, w))
             zb = ir.Constant(ir.VectorType(i8, w), None)
             # byte k holds lane k (low nibble) and lane k + L/2 (high nibble)
@@ -287,6 +305,10 @@ LANES = dict(TASK_LANES)
 _SEG = {(tb, lc): make_segment(tb, lc) for tb in (False, True) for lc in (False, True)}
 _seg_s, _seg_sl = _SEG[False, False], _SEG[False, True]
 _seg_t, _seg_tl = _SEG[True, False], _SEG[True, True]
+#: The same down a pair's column, every lane (cpu_wave).
+_COL = {(tb, lc): make_segment(tb, lc, True) for tb in (False, True) for lc in (False, True)}
+_col_s, _col_sl = _COL[False, False], _COL[False, True]
+_col_t, _col_tl = _COL[True, False], _COL[True, True]
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
@@ -526,10 +548,12 @@ def _walk_begin(st, ei, ej, start):
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
-def _walk_rows(mode, a, b, tb, r0, lane, st, op_code, op_len):
+def _walk_rows(mode, a, b, tb, r0, lane, st, op_code, op_len, wave_rows):
     """Walk one lane back through the rows that ``tb`` holds (row ``i``'s bits
     at ``tb[i - 1 - r0]``); returns whether the walk is over (else it left for
-    row ``r0``, which the block before holds)."""
+    row ``r0``, which the block before holds). ``wave_rows > 0``: one pair's
+    traceback from :mod:`.cpu_wave`, its rows in lanes of that many (cell
+    ``(i, j)`` at step ``j - 1 + k`` of lane ``k = (i - 1) // wave_rows``)."""
     half = tb.shape[2]
     kk = lane % half
     shift = 4 * (lane // half)
@@ -559,7 +583,11 @@ def _walk_rows(mode, a, b, tb, r0, lane, st, op_code, op_len):
         if i <= r0:
             over = False
             break
-        t = (tb[i - 1 - r0, j - 1, kk] >> shift) & 15
+        if wave_rows > 0:
+            k = (i - 1) // wave_rows
+            t = (tb[j - 1 + k, i - 1 - k * wave_rows, k % half] >> (4 * (k // half))) & 15
+        else:
+            t = (tb[i - 1 - r0, j - 1, kk] >> shift) & 15
         if state == 0:
             org = t & 3
             if org == ORIGIN_STOP:
@@ -726,6 +754,7 @@ def align_tasks(mode, want_tb, codes, seq_off, task_row, task_chunk, task_lane0,
         seg = np.empty((QUARTERS + 1, 4), np.int64)
         st = np.empty((lanes, W_FIELDS), np.int64)
         over = np.zeros(lanes, np.bool_)
+        wave_rows = np.int64(0)  # a task's traceback (not the literal 0)
         for x in range(wstart[w], wstart[w + 1]):
             t = order[x]
             r = task_row[t]
@@ -775,14 +804,14 @@ def align_tasks(mode, want_tb, codes, seq_off, task_row, task_chunk, task_lane0,
                     if not over[k] and st[k, W_I] > max(r0, 0) and (ck_rows == 0 or r0 >= 0):
                         c = chunk_cols[ch, k]
                         over[k] = _walk_rows(mode, a, codes[seq_off[c]:seq_off[c + 1]], tb,
-                                             max(r0, 0), k, st[k], op_code, op_len)
+                                             max(r0, 0), k, st[k], op_code, op_len, wave_rows)
                 r0 = -1 if ck_rows == 0 else _next_block(st, over, mlen, lane0, ck_rows)
                 if r0 < 0:  # the walks left are at row or column 0: nothing to read
                     for k in range(lane0, width):
                         if not over[k]:
                             c = chunk_cols[ch, k]
                             _walk_rows(mode, a, codes[seq_off[c]:seq_off[c + 1]], tb, 0, k,
-                                       st[k], op_code, op_len)
+                                       st[k], op_code, op_len, wave_rows)
                     break
             for k in range(lane0, width):
                 p = task_out[t] + k - lane0

@@ -9,9 +9,9 @@ import numpy as np
 
 from ..errors import MemoryBudgetWarning
 from ..job import Job
-from ..pairs import PairBatch, compact_ops
+from ..pairs import PairBatch, _offsets, _ranges, compact_ops
 from ..scheduler.windows import Window, first_columns, window_pairs
-from . import cpu
+from . import cpu, cpu_wave
 
 NEG = {np.dtype(np.int16): -16384, np.dtype(np.int32): -(1 << 30)}
 #: Rows a block of a checkpointed task's traceback; None: :func:`checkpoint_rows`.
@@ -30,6 +30,17 @@ CHECKPOINT_ROWS: int | None = None
 CHECKPOINT_COST = 1.3
 #: :attr:`CPUBackend.traceback_limit` where no task is checkpointed.
 NO_CHECKPOINT = 1 << 62
+#: A window's queries of at least WAVE_MIN_ROWS residues with at most
+#: WAVE_MAX_TARGETS targets in it (score-only, with traceback) run a pair at
+#: a time on all of a thread's lanes (:mod:`.cpu_wave`), not as a task of
+#: mostly idle lanes, where the pair's traceback there fits a thread's share
+#: of the budget. A query against c targets of 7-8 kb (two AVX2 cores,
+#: semiglobal, GCUPS task / wave): with traceback c = 1 0.057 / 0.40, 4
+#: 0.20 / 0.89, 8 0.38 / 0.87, 16 0.78 / 0.91; score-only 1 0.31 / 0.61, 2
+#: 0.66 / 0.92, 4 1.22 / 1.02; at 1-1.2 kb with traceback c = 2 0.16 / 0.22,
+#: 8 1.06 / 0.58 (the task's traceback in cache). None: never.
+WAVE_MAX_TARGETS: dict[bool, int] | None = {False: 2, True: 4}
+WAVE_MIN_ROWS = 1024
 
 
 def checkpoint_rows(n: np.ndarray | int, itemsize: int) -> np.ndarray:
@@ -159,10 +170,16 @@ class CPUBackend:
         row_start = np.concatenate([[0], np.cumsum(per_row)[:-1]]).astype(np.int64)
 
         L16, L32 = cpu.LANES[2], cpu.LANES[4]
+        wave = self._wave_rows(job, lengths, col_base, w, first)
+        done = 0
+        if wave.any():
+            done += self._run_wave(job, state, w, wave, first, row_start, op_off, out,
+                                   op_code, op_len)
         plan16 = _plan(w, L16, lengths, col_base)
+        if wave.any():
+            plan16 = _subset(plan16, ~wave[plan16["row"] - w.r0])
         n16 = lengths[plan16["row"]]
         need32 = ~job.scoring.fits_int16(n16, plan16["M"], job.mode)
-        done = 0
         if not need32.all():
             done += self._run(job, state, w, _subset(plan16, ~need32), np.dtype(np.int16),
                               first, row_start, op_off, out, op_code, op_len)
@@ -187,6 +204,53 @@ class CPUBackend:
             code, ln = np.zeros(0, np.uint8), np.zeros(0, np.int32)
         return PairBatch(query=pr.astype(np.int64), target=pc.astype(np.int64), **out,
                          op_offsets=offs, op_code=code, op_len=ln)
+
+    def _wave_rows(self, job: Job, lengths: np.ndarray, col_base: int, w: Window,
+                   first: np.ndarray) -> np.ndarray:
+        """Which rows of window ``w`` run their pairs on :mod:`.cpu_wave`
+        (see WAVE_MAX_TARGETS), as a mask over ``w.r0 .. w.r1 - 1``."""
+        rows = np.zeros(w.r1 - w.r0, bool)
+        if WAVE_MAX_TARGETS is None:
+            return rows
+        n = lengths[w.r0:w.r1]
+        count = w.c1 - first
+        rows = (count > 0) & (count <= WAVE_MAX_TARGETS[job.traceback]) & (n >= WAVE_MIN_ROWS)
+        if job.traceback and rows.any():
+            cols = lengths[_ranges(first[rows], count[rows]) + col_base]
+            need = cpu_wave.traceback_bytes(np.repeat(n[rows], count[rows]), cols,
+                                            cpu.LANES[4])
+            rows[rows] = np.maximum.reduceat(need, _offsets(count[rows])[:-1]) \
+                <= self.task_memory(job)
+        return rows
+
+    def _run_wave(self, job, state, w, rows, first, row_start, op_off, out, op_code,
+                  op_len) -> int:
+        """Align the pairs of the window's ``rows`` (a mask) one at a time on
+        all lanes (:mod:`.cpu_wave`); returns how many."""
+        offsets, col_base = state["offsets"], state["col_base"]
+        r = np.flatnonzero(rows)
+        count = w.c1 - first[r]
+        p_row = np.repeat(r + w.r0, count)
+        p_col = _ranges(first[r], count)
+        p_out = (np.repeat(row_start[r], count) + p_col - np.repeat(first[r], count))
+        lengths = np.diff(offsets)
+        n, m = lengths[p_row], lengths[p_col + col_base]
+        for k in np.unique(np.stack([n, m]), axis=1).T:
+            job.scoring.score_dtype(int(k[0]), int(k[1]), job.mode)  # 32 bits must hold
+        sc = job.scoring
+        K = sc.matrix.shape[0]
+        mat = np.full((K + 1) * K, cpu_wave.PAD_SCORE, np.int32)
+        mat[:K * K] = sc.matrix.astype(np.int32).ravel()
+        order, wstart = cpu.assign_workers((n * m + 64).astype(np.int64),
+                                           min(self.threads, len(p_row)))
+        cpu_wave.align_pairs(job.mode_code, job.traceback, state["codes"], offsets,
+                             p_row, p_col + col_base, p_out, mat, K, np.int32(sc.gap_open),
+                             np.int32(sc.gap_extend), np.int32(NEG[np.dtype(np.int32)]),
+                             cpu.LANES[4], order, wstart, op_off, out["score"],
+                             out["query_begin"], out["query_end"], out["target_begin"],
+                             out["target_end"], out["identities"], out["length"],
+                             out["n_ops"], op_code, op_len)
+        return len(p_row)
 
     def _run(self, job, state, w, plan, dtype, first, row_start, op_off, out, op_code,
              op_len) -> int:
