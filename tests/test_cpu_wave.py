@@ -40,8 +40,8 @@ class Waves:
 
     def run(self, every: bool, fn, *args, **kw):
         with self.monkeypatch.context() as m:
-            m.setattr(cpu_backend, "WAVE_MAX_TARGETS",
-                      {False: 1 << 30, True: 1 << 30} if every else None)
+            m.setattr(cpu_backend, "WAVE_MAX_TARGETS", 1 << 30 if every else None)
+            m.setattr(cpu_backend, "WAVE_MAX_TARGETS_TRACEBACK", 1 << 30)
             m.setattr(cpu_backend, "WAVE_MIN_ROWS", 1)
             return fn(*args, **kw)
 
@@ -95,15 +95,16 @@ def test_wave_equals_tasks_random(data, waves):
 
 
 def test_which_queries_run_as_waves():
-    """A query of at least WAVE_MIN_ROWS residues with at most WAVE_MAX_TARGETS
-    targets in the window runs on the wave kernel: with traceback where the
-    pair's traceback there fits a thread's share of the budget."""
+    """A query of at least WAVE_MIN_ROWS residues with at most
+    ``wave_targets`` targets in the window (score-only 2; with traceback one
+    a 1,000 residues, 2 to 8) runs on the wave kernel: with traceback where
+    the pair's traceback there fits a thread's share of the budget."""
     from pairalign.job import Job, SortedSet
     from pairalign.scheduler.windows import first_columns, make_window
     from pairalign.scoring import Scoring
 
     dna = Scoring.create("dna")
-    reads = _related(np.random.default_rng(3), "ACGT", [3_000, 2_900, 2_800, 1_100, 900, 800])
+    reads = _related(np.random.default_rng(3), "ACGT", [9_000, 8_500, 3_000, 2_900, 1_100, 900])
     for traceback in (True, False):
         job = Job("semiglobal", dna, traceback, SortedSet.encode(reads, dna))
         be = CPUBackend(threads=2)
@@ -112,7 +113,7 @@ def test_which_queries_run_as_waves():
         w = make_window(k, k, 0, len(k), 0, len(k), True)
         lengths = np.diff(job.joined()[1])
         rows = be._wave_rows(job, lengths, 0, w, first_columns(w)[1])
-        most = cpu_backend.WAVE_MAX_TARGETS[traceback]
+        most = cpu_backend.wave_targets(k, traceback)
         targets = len(k) - 1 - np.arange(len(k))
         want = (targets >= 1) & (targets <= most) & (k >= cpu_backend.WAVE_MIN_ROWS)
         assert rows.tolist() == want.tolist() and rows.any() and not rows.all()

@@ -30,16 +30,20 @@ CHECKPOINT_ROWS: int | None = None
 CHECKPOINT_COST = 1.3
 #: :attr:`CPUBackend.traceback_limit` where no task is checkpointed.
 NO_CHECKPOINT = 1 << 62
-#: A window's queries of at least WAVE_MIN_ROWS residues with at most
-#: WAVE_MAX_TARGETS targets in it (score-only, with traceback) run a pair at
-#: a time on all of a thread's lanes (:mod:`.cpu_wave`), not as a task of
-#: mostly idle lanes, where the pair's traceback there fits a thread's share
-#: of the budget. A query against c targets of 7-8 kb (two AVX2 cores,
-#: semiglobal, GCUPS task / wave): with traceback c = 1 0.057 / 0.40, 4
-#: 0.20 / 0.89, 8 0.38 / 0.87, 16 0.78 / 0.91; score-only 1 0.31 / 0.61, 2
-#: 0.66 / 0.92, 4 1.22 / 1.02; at 1-1.2 kb with traceback c = 2 0.16 / 0.22,
-#: 8 1.06 / 0.58 (the task's traceback in cache). None: never.
-WAVE_MAX_TARGETS: dict[bool, int] | None = {False: 2, True: 4}
+#: A window's queries of at least WAVE_MIN_ROWS residues with few targets in
+#: it run a pair at a time on all of a thread's lanes (:mod:`.cpu_wave`), not
+#: as a task of mostly idle lanes, where the pair's traceback there fits a
+#: thread's share of the budget: score-only at most WAVE_MAX_TARGETS, with
+#: traceback one a WAVE_ROWS_A_TARGET residues of the query, from
+#: WAVE_MAX_TARGETS to WAVE_MAX_TARGETS_TRACEBACK (a long task's traceback
+#: leaves the cache). A query against c targets, two AVX2 cores,
+#: semiglobal, GCUPS task / wave: 7-8 kb with traceback c = 1 0.049 / 0.39,
+#: 4 0.19 / 0.93, 8 0.38 / 0.92, 16 0.71 / 0.80; score-only 2 0.63 / 1.27, 4
+#: 1.24 / 1.21; 1-1.2 kb with traceback 2 0.19 / 0.35, 4 0.44 / 0.34;
+#: score-only 2 0.34 / 0.45, 4 0.61 / 0.27. None: never.
+WAVE_MAX_TARGETS: int | None = 2
+WAVE_MAX_TARGETS_TRACEBACK = 8
+WAVE_ROWS_A_TARGET = 1000
 WAVE_MIN_ROWS = 1024
 
 
@@ -214,7 +218,7 @@ class CPUBackend:
             return rows
         n = lengths[w.r0:w.r1]
         count = w.c1 - first
-        rows = (count > 0) & (count <= WAVE_MAX_TARGETS[job.traceback]) & (n >= WAVE_MIN_ROWS)
+        rows = (count > 0) & (count <= wave_targets(n, job.traceback)) & (n >= WAVE_MIN_ROWS)
         if job.traceback and rows.any():
             cols = lengths[_ranges(first[rows], count[rows]) + col_base]
             need = cpu_wave.traceback_bytes(np.repeat(n[rows], count[rows]), cols,
@@ -300,6 +304,15 @@ class CPUBackend:
         whole = traceback_bytes(n, M, lanes, itemsize, 0)
         smaller = traceback_bytes(n, M, lanes, itemsize, rows) < whole
         return np.where((whole > self.traceback_limit) & smaller, rows, 0)
+
+
+def wave_targets(n: np.ndarray, traceback: bool) -> np.ndarray:
+    """The most targets a query of ``n`` residues may have in a window for
+    its pairs to run on :mod:`.cpu_wave` (see WAVE_MAX_TARGETS)."""
+    n = np.asarray(n, np.int64)
+    if not traceback:
+        return np.full(n.shape, WAVE_MAX_TARGETS, np.int64)
+    return np.clip(n // WAVE_ROWS_A_TARGET, WAVE_MAX_TARGETS, WAVE_MAX_TARGETS_TRACEBACK)
 
 
 def _plan(w: Window, L: int, lengths: np.ndarray, col_base: int) -> dict:
