@@ -41,6 +41,7 @@ class Waves:
     def run(self, every: bool, fn, *args, **kw):
         with self.monkeypatch.context() as m:
             m.setattr(cpu_backend, "WAVE_MAX_TARGETS", 1 << 30 if every else None)
+            m.setattr(cpu_backend, "WAVE_MIN_TARGETS_TRACEBACK", 1 << 30)
             m.setattr(cpu_backend, "WAVE_MAX_TARGETS_TRACEBACK", 1 << 30)
             m.setattr(cpu_backend, "WAVE_MIN_ROWS", 1)
             return fn(*args, **kw)
@@ -96,7 +97,7 @@ def test_wave_equals_tasks_random(data, waves):
 
 def test_which_queries_run_as_waves():
     """A query of at least WAVE_MIN_ROWS residues with at most
-    ``wave_targets`` targets in the window (score-only 2; with traceback one
+    ``wave_targets`` targets in the window (score-only 2 or 4; with traceback one
     a 1,000 residues, 2 to 8) runs on the wave kernel: with traceback where
     the pair's traceback there fits a thread's share of the budget."""
     from pairalign.job import Job, SortedSet

@@ -33,15 +33,23 @@ NO_CHECKPOINT = 1 << 62
 #: A window's queries of at least WAVE_MIN_ROWS residues with few targets in
 #: it run a pair at a time on all of a thread's lanes (:mod:`.cpu_wave`), not
 #: as a task of mostly idle lanes, where the pair's traceback there fits a
-#: thread's share of the budget: score-only at most WAVE_MAX_TARGETS, with
-#: traceback one a WAVE_ROWS_A_TARGET residues of the query, from
-#: WAVE_MAX_TARGETS to WAVE_MAX_TARGETS_TRACEBACK (a long task's traceback
-#: leaves the cache). A query against c targets, two AVX2 cores,
-#: semiglobal, GCUPS task / wave: 7-8 kb with traceback c = 1 0.049 / 0.39,
-#: 4 0.19 / 0.93, 8 0.38 / 0.92, 16 0.71 / 0.80; score-only 2 0.63 / 1.27, 4
-#: 1.24 / 1.21; 1-1.2 kb with traceback 2 0.19 / 0.35, 4 0.44 / 0.34;
-#: score-only 2 0.34 / 0.45, 4 0.61 / 0.27. None: never.
-WAVE_MAX_TARGETS: int | None = 2
+#: thread's share of the budget: score-only at most WAVE_MAX_TARGETS (a
+#: 16th of a 16-bit task's lanes: 2 with AVX2, 4 with AVX-512), with
+#: traceback one a WAVE_ROWS_A_TARGET residues of the query,
+#: WAVE_MIN_TARGETS_TRACEBACK to WAVE_MAX_TARGETS_TRACEBACK (a long task's
+#: traceback leaves the cache).
+#: Where a window's other tasks keep every thread busy, what counts is a
+#: thread's rate: a query against c targets, semiglobal, GCUPS task / wave
+#: a thread (the task runs on one; the waves on c):
+#: - two AVX2 cores, 7-8 kb: with traceback c = 1 0.049 / 0.39, 8 0.38 /
+#:   0.46, 16 0.71 / 0.40; score-only 2 0.63 / 0.63, 4 1.24 / 0.60; 1-1.2
+#:   kb with traceback 2 0.19 / 0.17, 4 0.44 / 0.17 (its traceback in cache);
+#: - 16 AVX-512 cores (v59), 7-8 kb: with traceback c = 1 0.065 / 0.54, 8
+#:   0.37 / 0.29; score-only 1 0.071 / 0.51, 4 0.33 / 0.45, 8 0.75 / 0.53.
+#: A job of few queries leaves threads idle, where the waves run up to 10x
+#: faster (16 targets, 16 cores). None: never.
+WAVE_MAX_TARGETS: int | None = cpu.LANES[2] // 16
+WAVE_MIN_TARGETS_TRACEBACK = 2
 WAVE_MAX_TARGETS_TRACEBACK = 8
 WAVE_ROWS_A_TARGET = 1000
 WAVE_MIN_ROWS = 1024
@@ -312,7 +320,8 @@ def wave_targets(n: np.ndarray, traceback: bool) -> np.ndarray:
     n = np.asarray(n, np.int64)
     if not traceback:
         return np.full(n.shape, WAVE_MAX_TARGETS, np.int64)
-    return np.clip(n // WAVE_ROWS_A_TARGET, WAVE_MAX_TARGETS, WAVE_MAX_TARGETS_TRACEBACK)
+    return np.clip(n // WAVE_ROWS_A_TARGET, WAVE_MIN_TARGETS_TRACEBACK,
+                   WAVE_MAX_TARGETS_TRACEBACK)
 
 
 def _plan(w: Window, L: int, lengths: np.ndarray, col_base: int) -> dict:
