@@ -651,6 +651,26 @@ def _walk_end(st, op_code, op_len):
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
+def _put_walk(p, st, want_tb, op_code, op_len, out_qb, out_tb, out_nops, out_ident,
+              out_alen):
+    """Pair slot ``p``'s begins, operations, identities and length: its
+    finished walk's (``st``), or -1 (0 operations) score-only."""
+    if want_tb:
+        qb, tbeg, nops, ident, alen = _walk_end(st, op_code, op_len)
+        out_qb[p] = qb
+        out_tb[p] = tbeg
+        out_nops[p] = nops
+        out_ident[p] = ident
+        out_alen[p] = alen
+    else:
+        out_qb[p] = -1
+        out_tb[p] = -1
+        out_nops[p] = 0
+        out_ident[p] = -1
+        out_alen[p] = -1
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
 def _next_block(st, over, mlen, lane0, ck_rows):
     """The first row of the block of a checkpointed task that a walk needs
     next (the highest: walks run up), or -1 when none does."""
@@ -814,17 +834,5 @@ def align_tasks(mode, want_tb, codes, seq_off, task_row, task_chunk, task_lane0,
                                        st[k], op_code, op_len, wave_rows)
                     break
             for k in range(lane0, width):
-                p = task_out[t] + k - lane0
-                if want_tb:
-                    qb, tbeg, nops, ident, alen = _walk_end(st[k], op_code, op_len)
-                    out_qb[p] = qb
-                    out_tb[p] = tbeg
-                    out_nops[p] = nops
-                    out_ident[p] = ident
-                    out_alen[p] = alen
-                else:
-                    out_qb[p] = -1
-                    out_tb[p] = -1
-                    out_nops[p] = 0
-                    out_ident[p] = -1
-                    out_alen[p] = -1
+                _put_walk(task_out[t] + k - lane0, st[k], want_tb, op_code, op_len, out_qb,
+                          out_tb, out_nops, out_ident, out_alen)

@@ -158,6 +158,8 @@ class CPUBackend:
 
         Each task (one query x one chunk of targets) gets the narrowest score type
         that its own pairs allow: 16-bit tasks of 64 lanes, 32-bit ones of 32.
+        A long query with few targets runs its pairs on waves instead, one at
+        a time on all lanes (:meth:`_wave_rows`).
         """
         numba.set_num_threads(self.threads)
         offsets, col_base = state["offsets"], state["col_base"]

@@ -8,14 +8,15 @@ pair's rows are cut into ``lanes`` bands of ``R`` rows (``R`` even), lane
 ``k`` holding rows ``k R + 1 .. k R + R``; at step ``t`` lane ``k`` computes
 column ``t - k + 1`` of its rows, from what lane ``k - 1`` computed of its
 last row at the steps before (a wavefront across lanes, as a GPU warp runs
-a wide pair). Every step is one pass of vector operations over the lanes
-for each of the ``R`` rows.
+a wide pair). A step is the task kernel's own vector loop
+(:func:`.cpu.make_segment`, ``transposed``) run down the lanes' rows, after
+a gather of each lane's scores against its column's residue.
 
 The recurrence, the traceback nibbles, the ties and the end cells are those
 of :mod:`.cpu` (see its docstring): the same scores and alignments. The
-traceback is a nibble a cell, rows ``2q`` and ``2q + 1`` of a column in one
-byte (low and high nibble), ``ceil(n / 2) * m`` bytes a pair; the walk is
-:func:`.cpu._walk_rows`'s.
+traceback is a nibble a cell in the task kernel's layout, step by step:
+``[t][r][k mod L/2]``, lane ``k``'s nibble the high one from ``L/2`` on,
+about half a byte a cell; :func:`.cpu._walk_rows` (``wave_rows``) walks it.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from numba import njit, prange
 
 from .conventions import GLOBAL, LOCAL, SEMIGLOBAL
 from .cpu import (QUARTERS, S_E, S_HD, S_HL, S_RB, S_RJ, S_ROWS, W_FIELDS, _boundary,
-                  _col_s, _col_sl, _col_t, _col_tl, _walk_begin, _walk_end, _walk_rows)
+                  _col_s, _col_sl, _col_t, _col_tl, _put_walk, _walk_begin, _walk_rows)
 
 #: Substitution score of the rows past the query's end (the last lane's
 #: padding): no real cell depends on them (they are below), and it keeps
@@ -210,15 +211,5 @@ def align_pairs(mode, want_tb, codes, seq_off, p_row, p_col, p_out, mat, K, go, 
                 T = m + L - 1
                 _walk_rows(mode, a, b, tb[:T * R * (L // 2)].reshape((T, R, L // 2)), r0, r0,
                            st, op_code, op_len, R)
-                qb, tbeg, nops, ident, alen = _walk_end(st, op_code, op_len)
-                out_qb[q] = qb
-                out_tb[q] = tbeg
-                out_nops[q] = nops
-                out_ident[q] = ident
-                out_alen[q] = alen
-            else:
-                out_qb[q] = -1
-                out_tb[q] = -1
-                out_nops[q] = 0
-                out_ident[q] = -1
-                out_alen[q] = -1
+            _put_walk(q, st, want_tb, op_code, op_len, out_qb, out_tb, out_nops, out_ident,
+                      out_alen)
