@@ -8,7 +8,8 @@ with few targets can instead run a pair at a time on all of a thread's
 lanes (``cpu_backend.WAVE_MAX_TARGETS``). For each count ``c`` of targets,
 one simulated read (``long_reads.py``'s) against ``c`` others of
 ``--span``, with traceback and score-only, on all cores, both ways in one
-process: wall (best of ``--runs`` after a warm-up) and GCUPS.
+process: wall (best of ``--runs`` after a warm-up) and GCUPS, and the wall
+of the backend's own choice (``rule``).
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ def main() -> None:
     lo, hi = (int(x) for x in args.span.split("-"))
     print(f"CPU: {CPUBackend().describe()}, {args.mode}, reads of {lo}-{hi} bp")
     print(f"{'targets':>7} {'traceback':>9} {'task s':>7} {'GCUPS':>6} {'wave s':>7} "
-          f"{'GCUPS':>6} {'wave x':>6}")
+          f"{'GCUPS':>6} {'wave x':>6} {'rule s':>7}")
     for c in (int(x) for x in args.targets.split(",")):
         reads = simulated_reads(c + 1, lo, hi, 0.05)
         query, targets = reads[:1], reads[1:]
@@ -63,8 +64,10 @@ def main() -> None:
         for traceback in (True, False):
             task = timed(query, targets, args.mode, traceback, args.runs, NONE)
             wave = timed(query, targets, args.mode, traceback, args.runs, EVERY)
+            rule = timed(query, targets, args.mode, traceback, args.runs, {})
             print(f"{c:7} {'yes' if traceback else 'no':>9} {task:7.3f} {cells / task / 1e9:6.3f} "
-                  f"{wave:7.3f} {cells / wave / 1e9:6.3f} {task / wave:6.2f}", flush=True)
+                  f"{wave:7.3f} {cells / wave / 1e9:6.3f} {task / wave:6.2f} {rule:7.3f}",
+                  flush=True)
 
 
 if __name__ == "__main__":

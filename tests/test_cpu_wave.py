@@ -125,6 +125,31 @@ def test_which_queries_run_as_waves():
     assert not be._wave_rows(job, lengths, 0, w, first_columns(w)[1]).any()
 
 
+@pytest.mark.parametrize("threads, want", [(1, "rule"), (16, "all")])
+def test_idle_threads_take_more_waves(threads, want):
+    """Score-only, five reads of 8.2-9 kb: four queries, each one task. With
+    one thread only the queries of at most WAVE_MAX_TARGETS targets run as
+    waves; with 16, the tasks leave threads idle and every query runs its
+    pairs as waves (the window's time is the waves')."""
+    from pairalign.job import Job, SortedSet
+    from pairalign.scheduler.windows import first_columns, make_window
+    from pairalign.scoring import Scoring
+
+    dna = Scoring.create("dna")
+    reads = _related(np.random.default_rng(3), "ACGT", [9_000, 8_800, 8_600, 8_400, 8_200])
+    job = Job("semiglobal", dna, False, SortedSet.encode(reads, dna))
+    be = CPUBackend()
+    be.fit_memory(job, 1 << 30)
+    be.threads = threads
+    k = job.rows.lengths
+    w = make_window(k, k, 0, len(k), 0, len(k), True)
+    rows = be._wave_rows(job, np.diff(job.joined()[1]), 0, w, first_columns(w)[1])
+    targets = len(k) - 1 - np.arange(len(k))
+    rule = (targets >= 1) & (targets <= cpu_backend.WAVE_MAX_TARGETS)
+    assert rule.any() and not rule[:2].any()
+    assert rows.tolist() == (rule if want == "rule" else targets >= 1).tolist()
+
+
 def test_two_long_reads(waves, check_result):
     """Two reads of 20 kb with traceback at the default budget: one pair, on
     the wave kernel. Score as parasail's, alignment rescored."""

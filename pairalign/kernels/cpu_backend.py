@@ -49,6 +49,12 @@ NO_CHECKPOINT = 1 << 62
 #: A job of few queries leaves threads idle, where the waves run up to 10x
 #: faster (16 targets, 16 cores). None: never.
 WAVE_MAX_TARGETS: int | None = cpu.LANES[2] // 16
+#: A thread's rate on waves over its rate on a task's lane (traceback,
+#: score-only): the ratios at one target above, score-only as
+#: WAVE_MAX_TARGETS. Where a window's tasks are fewer than the threads,
+#: whether its other queries of one task each go to waves is worked out
+#: from them (:meth:`CPUBackend._idle_wave_rows`).
+WAVE_RATE_RATIO = {True: 8, False: WAVE_MAX_TARGETS}
 WAVE_MIN_TARGETS_TRACEBACK = 2
 WAVE_MAX_TARGETS_TRACEBACK = 8
 WAVE_ROWS_A_TARGET = 1000
@@ -229,6 +235,7 @@ class CPUBackend:
         n = lengths[w.r0:w.r1]
         count = w.c1 - first
         rows = (count > 0) & (count <= wave_targets(n, job.traceback)) & (n >= WAVE_MIN_ROWS)
+        rows |= self._idle_wave_rows(job, lengths, col_base, w, first, rows)
         if job.traceback and rows.any():
             cols = lengths[_ranges(first[rows], count[rows]) + col_base]
             need = cpu_wave.traceback_bytes(np.repeat(n[rows], count[rows]), cols,
@@ -236,6 +243,40 @@ class CPUBackend:
             rows[rows] = np.maximum.reduceat(need, _offsets(count[rows])[:-1]) \
                 <= self.task_memory(job)
         return rows
+
+    def _idle_wave_rows(self, job: Job, lengths: np.ndarray, col_base: int, w: Window,
+                        first: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """The rows besides ``rows`` (the waves by a thread's rate) that go to
+        waves where the window's tasks are fewer than the threads: queries of
+        one task each, all of them or none, as the window's time (waves, then
+        tasks, each their longest unit or their sum over the threads) is the
+        shorter. A task's time is its rows times its longest target's length
+        (every lane computes), a pair's on waves its cells over
+        WAVE_RATE_RATIO."""
+        n = lengths[w.r0:w.r1]
+        count = w.c1 - first
+        chunks = -(-count // cpu.LANES[2])
+        none = np.zeros_like(rows)
+        if chunks.sum() >= self.threads:
+            return none
+        extra = (count > 0) & (chunks == 1) & (n >= WAVE_MIN_ROWS) & ~rows
+        if not extra.any():
+            return none
+        cl = lengths[w.c0 + col_base:w.c1 + col_base]  # longest first
+        prefix = np.concatenate([[0], np.cumsum(cl)])
+        at = first - w.c0
+        task = n * cl[np.minimum(at, len(cl) - 1)]  # a chunk's lanes all compute
+        ratio = WAVE_RATE_RATIO[job.traceback]
+        waves = n * (prefix[at + count] - prefix[at]) / ratio
+
+        def span(total, longest):
+            return max(longest.max(initial=0), total.sum() / self.threads)
+
+        def window(on):
+            off = (count > 0) & ~on
+            return span(waves[on], task[on] / ratio) + span(task[off] * chunks[off], task[off])
+
+        return extra if window(rows | extra) < window(rows) else none
 
     def _run_wave(self, job, state, w, rows, first, row_start, op_off, out, op_code,
                   op_len) -> int:
