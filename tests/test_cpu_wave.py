@@ -125,18 +125,23 @@ def test_which_queries_run_as_waves():
     assert not be._wave_rows(job, lengths, 0, w, first_columns(w)[1]).any()
 
 
+@pytest.mark.parametrize("most", [2, 4], ids=["AVX2", "AVX-512"])
 @pytest.mark.parametrize("threads, want", [(1, "rule"), (16, "all")])
-def test_idle_threads_take_more_waves(threads, want):
-    """Score-only, five reads of 8.2-9 kb: four queries, each one task. With
-    one thread only the queries of at most WAVE_MAX_TARGETS targets run as
-    waves; with 16, the tasks leave threads idle and every query runs its
-    pairs as waves (the window's time is the waves')."""
+def test_idle_threads_take_more_waves(threads, want, most, monkeypatch):
+    """Score-only, reads of 8-9 kb, WAVE_MAX_TARGETS + 3 of them (as AVX2's
+    lanes and AVX-512's set it): a task a query. With one thread only the
+    queries of at most WAVE_MAX_TARGETS targets run as waves; with 16, the
+    tasks leave threads idle and every query runs its pairs as waves (the
+    window's time is the waves')."""
     from pairalign.job import Job, SortedSet
     from pairalign.scheduler.windows import first_columns, make_window
     from pairalign.scoring import Scoring
 
+    monkeypatch.setattr(cpu_backend, "WAVE_MAX_TARGETS", most)
+    monkeypatch.setattr(cpu_backend, "WAVE_RATE_RATIO", {True: 8, False: most})
     dna = Scoring.create("dna")
-    reads = _related(np.random.default_rng(3), "ACGT", [9_000, 8_800, 8_600, 8_400, 8_200])
+    lengths = np.linspace(9_000, 8_000, most + 3).astype(int).tolist()
+    reads = _related(np.random.default_rng(3), "ACGT", lengths)
     job = Job("semiglobal", dna, False, SortedSet.encode(reads, dna))
     be = CPUBackend()
     be.fit_memory(job, 1 << 30)
@@ -145,7 +150,7 @@ def test_idle_threads_take_more_waves(threads, want):
     w = make_window(k, k, 0, len(k), 0, len(k), True)
     rows = be._wave_rows(job, np.diff(job.joined()[1]), 0, w, first_columns(w)[1])
     targets = len(k) - 1 - np.arange(len(k))
-    rule = (targets >= 1) & (targets <= cpu_backend.WAVE_MAX_TARGETS)
+    rule = (targets >= 1) & (targets <= most)
     assert rule.any() and not rule[:2].any()
     assert rows.tolist() == (rule if want == "rule" else targets >= 1).tolist()
 
