@@ -299,6 +299,61 @@ def _emit_loop(builder, ity, L, half, parts, Hp, Fp, Pp, poff, TBp, tboff, Sp, j
         vstore(p, Sp, i64(at))
 
 
+@intrinsic
+def _gather_rows(typingctx, P, mat, qrow, bcol, R):
+    """``P[r * L + k] = mat[qrow[r * L + k] + bcol[k]]`` for ``r < R``, ``L =
+    TASK_LANES[4]``, all int32 (:mod:`.cpu_wave`'s scores): one vector
+    gather a row (``llvm.masked.gather``; LLVM picks the instructions), which
+    numba's loop of it was not."""
+    i32t = types.int32
+    if not all(isinstance(x, types.Array) and x.dtype == i32t for x in (P, mat, qrow, bcol)):
+        return None
+    sig = types.none(P, mat, qrow, bcol, R)
+
+    def codegen(context, builder, sig, args):
+        at = sig.args
+        Pp, Mp, Qp, Bp = (context.make_array(at[k])(context, builder, args[k]).data
+                          for k in range(4))
+        L = TASK_LANES[4]
+        i1, i32, i64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
+        vty, v64 = ir.VectorType(i32, L), ir.VectorType(i64, L)
+        pty = ir.VectorType(ir.PointerType(), L)
+        name = f"llvm.masked.gather.v{L}i32.v{L}p0"
+        fn = builder.module.globals.get(name) or ir.Function(
+            builder.module, ir.FunctionType(vty, [pty, i32, ir.VectorType(i1, L), vty]), name)
+
+        def vload(base, offset):
+            ld = builder.load(_vptr(builder, base, offset, vty))
+            ld.align = 4
+            return ld
+
+        bvec = vload(Bp, i64(0))
+        base = _splat(builder, v64, builder.ptrtoint(Mp, i64))
+        by4 = ir.Constant(v64, [ir.Constant(i64, 2)] * L)  # a shift: 4 bytes an entry
+        mask = ir.Constant(ir.VectorType(i1, L), [ir.Constant(i1, 1)] * L)
+        rows = context.cast(builder, args[4], at[4], types.int64)
+        fn_ = builder.function
+        pre = builder.block
+        loop, done = fn_.append_basic_block("gather.loop"), fn_.append_basic_block("gather.done")
+        builder.cbranch(builder.icmp_signed(">", rows, i64(0)), loop, done)
+        builder.position_at_end(loop)
+        r = builder.phi(i64)
+        r.add_incoming(i64(0), pre)
+        off = builder.mul(r, i64(L))
+        idx = builder.sext(builder.add(vload(Qp, off), bvec), v64)
+        ptrs = builder.inttoptr(builder.add(base, builder.shl(idx, by4)), pty)
+        got = builder.call(fn, [ptrs, i32(4), mask, ir.Constant(vty, ir.Undefined)])
+        st = builder.store(got, _vptr(builder, Pp, off, vty))
+        st.align = 4
+        nxt = builder.add(r, i64(1))
+        r.add_incoming(nxt, builder.block)
+        builder.cbranch(builder.icmp_signed("<", nxt, rows), loop, done)
+        builder.position_at_end(done)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
 #: Lanes (pairs) per task, by the score type's size in bytes (see TASK_LANES).
 LANES = dict(TASK_LANES)
 

@@ -26,7 +26,7 @@ from numba import njit, prange
 
 from .conventions import GLOBAL, LOCAL, SEMIGLOBAL
 from .cpu import (QUARTERS, S_E, S_HD, S_HL, S_RB, S_RJ, S_ROWS, W_FIELDS, _boundary,
-                  _col_s, _col_sl, _col_t, _col_tl, _put_walk, _walk_begin, _walk_rows)
+                  _col_s, _col_sl, _col_t, _col_tl, _gather_rows, _put_walk, _walk_begin, _walk_rows)
 
 #: Substitution score of the rows past the query's end (the last lane's
 #: padding): no real cell depends on them (they are below), and it keeps
@@ -95,9 +95,7 @@ def _wave_fill(mode, a, b, mat, K, go, ge, neg, want_tb, tb, H, Es, Hs, Ess, P, 
         ramp = lo > 0 or hi < L - 1
         for k in range(L):
             bcol[k] = b[t - k] if lo <= k <= hi else 0
-        for r in range(R):  # the lanes' scores: a gather
-            for k in range(L):
-                P[r * L + k] = mat[qrow[r * L + k] + bcol[k]]
+        _gather_rows(P, mat, qrow, bcol, rows)  # the lanes' scores
         if ramp:
             Hs[:] = H
             Ess[:] = Es
