@@ -190,13 +190,12 @@ class CPUBackend:
         row_start = np.concatenate([[0], np.cumsum(per_row)[:-1]]).astype(np.int64)
 
         L16, L32 = cpu.LANES[2], cpu.LANES[4]
+        plan16 = _plan(w, L16, lengths, col_base)
         wave = self._wave_rows(job, lengths, col_base, w, first)
         done = 0
         if wave.any():
-            done += self._run_wave(job, state, w, wave, first, row_start, op_off, out,
-                                   op_code, op_len)
-        plan16 = _plan(w, L16, lengths, col_base)
-        if wave.any():
+            done += self._run_wave(job, state, lengths, w, wave, first, row_start, op_off,
+                                   out, op_code, op_len)
             plan16 = _subset(plan16, ~wave[plan16["row"] - w.r0])
         n16 = lengths[plan16["row"]]
         need32 = ~job.scoring.fits_int16(n16, plan16["M"], job.mode)
@@ -278,17 +277,17 @@ class CPUBackend:
 
         return extra if window(rows | extra) < window(rows) else none
 
-    def _run_wave(self, job, state, w, rows, first, row_start, op_off, out, op_code,
+    def _run_wave(self, job, state, lengths, w, rows, first, row_start, op_off, out, op_code,
                   op_len) -> int:
         """Align the pairs of the window's ``rows`` (a mask) one at a time on
-        all lanes (:mod:`.cpu_wave`); returns how many."""
+        all lanes (:mod:`.cpu_wave`); returns how many. ``lengths``: the
+        job's sequence lengths (``run_window``'s)."""
         offsets, col_base = state["offsets"], state["col_base"]
         r = np.flatnonzero(rows)
         count = w.c1 - first[r]
         p_row = np.repeat(r + w.r0, count)
         p_col = _ranges(first[r], count)
         p_out = (np.repeat(row_start[r], count) + p_col - np.repeat(first[r], count))
-        lengths = np.diff(offsets)
         n, m = lengths[p_row], lengths[p_col + col_base]
         for k in np.unique(np.stack([n, m]), axis=1).T:
             job.scoring.score_dtype(int(k[0]), int(k[1]), job.mode)  # 32 bits must hold
