@@ -4,6 +4,7 @@ parasail on the machine's cores in the same process.
 
     python benchmarks/long_reads.py [--sets 64:15000-25000,200:5000-12000]
                                     [--error 0.05] [--runs 2] [--no-parasail]
+                                    [--wide-warps rule,1]
 
 Each set, ``COUNT:LO-HI``, is COUNT reads of LO to HI bp cut from one random
 400 kb genome at random places, with ``--error`` of their bases replaced at
@@ -12,6 +13,9 @@ GPU: a pair of two 20 kb reads is one warp's work, of 0.2 GB of traceback,
 so a window holds few pairs (the device's memory) and the GPU runs few warps.
 Printed per set and setting: wall time (the best of ``--runs``, after one
 warm-up), GCUPS, the GPU's busy time, the windows run and their pairs.
+``--wide-warps`` runs each set under each setting of the warps a wide pair
+takes (``rule``: ``gpu_backend.wide_warps``; a number forces it), in one
+process: an A/B of several warps a pair against one.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import numpy as np
 
 from pairalign.engine import run_job
 from pairalign.job import Job, SortedSet
+from pairalign.kernels import gpu_backend
 from pairalign.kernels.gpu_backend import GPUBackend
 from pairalign.scoring import Scoring
 
@@ -105,6 +110,8 @@ def main() -> None:
     ap.add_argument("--error", type=float, default=0.05)
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--no-parasail", action="store_true")
+    ap.add_argument("--wide-warps", default="rule",
+                    help="comma-separated settings of the warps a wide pair takes: rule or 1-8")
     ap.add_argument("--stages", action="store_true",
                     help="print the backend's stage times (seconds) of each best run")
     args = ap.parse_args()
@@ -114,20 +121,25 @@ def main() -> None:
     for spec, reads, cells in read_sets(args.sets, args.error):
         pairs = len(reads) * (len(reads) - 1) // 2
         for tb in (True, False):
-            r = timed(be, reads, tb, args.runs)
-            if args.stages:
-                print(spec, "traceback" if tb else "score only", r["stages"], flush=True)
-            ps = (0.0 if args.no_parasail else
-                  parasail_gcups(reads, tb, os.cpu_count() or 1))
-            gcups = cells / r["wall"] / 1e9
-            rows.append((spec, "y" if tb else "n", cells, r["wall"], gcups,
-                         cells / max(r["busy"], 1e-9) / 1e9, r["windows"],
-                         pairs / max(r["windows"], 1), ps, gcups / ps if ps else 0.0))
-    print(f"{'reads':<18} {'tb':>2} {'cells':>9} {'wall s':>7} {'GCUPS':>7} {'GPU GCUPS':>9} "
-          f"{'windows':>7} {'pairs/w':>7} {'parasail':>8} {'x':>5}")
-    for spec, tb, cells, wall, g, gg, w, pw, ps, x in rows:
-        print(f"{spec:<18} {tb:>2} {cells:9.2e} {wall:7.2f} {g:7.0f} {gg:9.0f} {w:7d} "
-              f"{pw:7.1f} {ps:8.1f} {x:5.0f}")
+            ps = None
+            for setting in args.wide_warps.split(","):
+                gpu_backend.WIDE_WARPS = None if setting == "rule" else int(setting)
+                r = timed(be, reads, tb, args.runs)
+                if args.stages:
+                    print(spec, "traceback" if tb else "score only", setting, r["stages"],
+                          flush=True)
+                if ps is None:
+                    ps = (0.0 if args.no_parasail else
+                          parasail_gcups(reads, tb, os.cpu_count() or 1))
+                gcups = cells / r["wall"] / 1e9
+                rows.append((spec, "y" if tb else "n", setting, cells, r["wall"], gcups,
+                             cells / max(r["busy"], 1e-9) / 1e9, r["windows"],
+                             pairs / max(r["windows"], 1), ps, gcups / ps if ps else 0.0))
+    print(f"{'reads':<18} {'tb':>2} {'warps':>5} {'cells':>9} {'wall s':>7} {'GCUPS':>7} "
+          f"{'GPU GCUPS':>9} {'windows':>7} {'pairs/w':>7} {'parasail':>8} {'x':>5}")
+    for spec, tb, setting, cells, wall, g, gg, w, pw, ps, x in rows:
+        print(f"{spec:<18} {tb:>2} {setting:>5} {cells:9.2e} {wall:7.2f} {g:7.0f} {gg:9.0f} "
+              f"{w:7d} {pw:7.1f} {ps:8.1f} {x:5.0f}")
 
 
 if __name__ == "__main__":

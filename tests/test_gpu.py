@@ -170,6 +170,42 @@ def test_every_pair_on_a_warp(monkeypatch, mode, traceback, packed):
     assert_same(cpu, gpu)
 
 
+def several_warps_reads() -> list[str]:
+    """Reads of 1.5 to 5 kb cut from one random genome, 5% of their bases
+    replaced: 6 to 20 bands of 256 rows, each a wavefront behind the band
+    above when a pair takes several warps."""
+    rng = np.random.default_rng(21)
+    genome = rng.choice(list("ACGT"), 12_000)
+    reads = []
+    for start, n in zip(rng.integers(0, 7_000, 7), rng.integers(1_500, 5_000, 7)):
+        read = genome[start:start + n].copy()
+        hit = rng.random(read.size) < 0.05
+        read[hit] = rng.choice(list("ACGT"), int(hit.sum()))
+        reads.append("".join(read))
+    return reads
+
+
+@pytest.mark.parametrize("mode", ["global", "semiglobal", "local"])
+@pytest.mark.parametrize("traceback", [True, False])
+@pytest.mark.parametrize("warps", [2, 8])
+def test_several_warps_a_wide_pair(monkeypatch, mode, traceback, warps):
+    """Every pair on the wide kernel at 2 or 8 warps a pair (BandChain):
+    proteins of 1 to 700 residues (fewer bands than warps, targets shorter
+    than the 64 columns a band loads ahead, BLOSUM62's profiles past 48 KB of
+    shared memory) and DNA reads of 1.5-5 kb (bands pipelined round after
+    round): the CPU's pairs."""
+    monkeypatch.setattr(gpu_backend, "WIDE_STEPS", 0)
+    monkeypatch.setattr(gpu_backend, "WIDE_STEPS_SCORE_ONLY", 0)
+    monkeypatch.setattr(gpu_backend, "PACKED", False)
+    monkeypatch.setattr(gpu_backend, "PACKED_TRACEBACK", False)
+    monkeypatch.setattr(gpu_backend, "WIDE_WARPS", warps)
+    cpu, gpu = both(warp_sequences(), mode=mode, traceback=traceback)
+    assert_same(cpu, gpu)
+    cpu, gpu = both(several_warps_reads(), mode=mode, traceback=traceback)
+    assert_same(cpu, gpu)
+    assert (cpu.pairs.score > 1_000).sum() >= 3  # overlapping reads among them
+
+
 def warp_sequences():
     """Proteins of 1 to 700 residues, a third of them prefixes of one another:
     bands of 1 to 32 stripes, partial last stripes and bands, ties."""

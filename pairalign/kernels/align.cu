@@ -437,21 +437,56 @@ __device__ __forceinline__ void build_profile(const int* matrix, int K, int entr
     }
 }
 
-// One warp, one pair (see the top of the file for the layout). Every lane ends
-// with the best of its own cells; the caller reduces them.
+// Several warps on one wide pair (fill's ww > 1): warp w of the pair fills
+// bands w, w + ww, ..., each behind the band above, whose bottom row (the
+// pair's one top row in global memory, rewritten band by band) it loads up to
+// 64 columns ahead (BandTop). Every 32 steps a warp publishes in shared memory
+// how much of its band's bottom row it has written, as band * span + columns
+// (span = m + 2, so that a later band's count is larger), and waits before
+// its loads until the band above has written as far. A band writes a column
+// only after it has loaded it, and the band below loads it only after that,
+// so one row serves every band. The pair's warps share a block: a block-scope
+// fence orders the row's stores before the count. prog null: one warp a pair.
+struct BandChain {
+    volatile int* prog;  // the pair's warps' counts
+    int wi, ww, span;    // this warp of the pair's ww
+
+    __device__ __forceinline__ void publish(int band, int cols) const {
+        if (!prog) return;
+        __syncwarp();
+        __threadfence_block();
+        if ((threadIdx.x & 31) == 0) prog[wi] = band * span + cols;
+    }
+
+    // until band - 1 has written its bottom row through column cols
+    __device__ __forceinline__ void wait(int band, int cols) const {
+        if (!prog || band == 0) return;
+        const int need = (band - 1) * span + cols;
+        const volatile int* above = prog + (wi + ww - 1) % ww;
+        while (*above < need) __nanosleep(32);
+        __threadfence_block();
+    }
+};
+
+// One warp, one pair (see the top of the file for the layout), or with chain
+// one of its warps (BandChain). Every lane ends with the best of its own
+// cells; the caller reduces them.
 template <int mode, bool want_tb>
 __device__ __forceinline__ void fill_warp(
      const int* matrix, int K, uint2* prof, const unsigned char* a, int n,
      const unsigned char* b, int m, int go, int ge, int neg, SCORE* top_h, SCORE* top_f,
-     unsigned int* tbp, int lane, int& best, int& bi, int& bj)
+     unsigned int* tbp, int lane, int& best, int& bi, int& bj,
+     const BandChain chain = BandChain{nullptr, 0, 1, 0})
 {
-    for (int j = lane; j <= m; j += 32) {
-        top_h[j] = (SCORE)(mode == GLOBAL ? gap_boundary(j, go, ge) : 0);
-        top_f[j] = (SCORE)neg;
+    if (chain.wi == 0) {
+        for (int j = lane; j <= m; j += 32) {
+            top_h[j] = (SCORE)(mode == GLOBAL ? gap_boundary(j, go, ge) : 0);
+            top_f[j] = (SCORE)neg;
+        }
     }
     const int nstripes = (n + STRIPE - 1) / STRIPE;
     Stripe<mode, want_tb> st;
-    for (int band = 0; band * 32 < nstripes; ++band) {
+    for (int band = chain.wi; band * 32 < nstripes; band += chain.ww) {
         __syncwarp();
         const int i0 = (band * 32 + lane) * STRIPE;
         const int last = min(31, nstripes - 1 - band * 32);  // the band's last lane
@@ -460,10 +495,15 @@ __device__ __forceinline__ void fill_warp(
         __syncwarp();
         int diag = (mode == GLOBAL) ? gap_boundary(i0, go, ge) : 0;  // H[i0][0]
         int out_h = 0, out_f = neg;
+        chain.wait(band, min(64, m));
         BandTop<int> above(top_h, top_f, lane, m, neg);
         const int steps = m + last;
         const long long tb_band = (long long)band * (m + 31);
         for (int t = 0; t < steps; ++t) {
+            if (chain.prog && t > 0 && (t & 31) == 0) {
+                chain.publish(band, min(max(t - last, 0), m));
+                chain.wait(band, min(t + 64, m));
+            }
             int hup, fup;
             above.step(top_h, top_f, t, lane, m, out_h, out_f, hup, fup);
             const int j = t - lane + 1;
@@ -483,6 +523,7 @@ __device__ __forceinline__ void fill_warp(
                 if (want_tb) tbp[(tb_band + t) * 32 + lane] = word;
             }
         }
+        chain.publish(band, m + 1);
     }
 }
 
@@ -1397,29 +1438,51 @@ fill(
      unsigned int* __restrict__ tb, const long long* __restrict__ off,
      const long long* __restrict__ boff, const int* __restrict__ warp_m,
      int* __restrict__ out_score, int* __restrict__ out_ei, int* __restrict__ out_ej,
-     const int block0)
+     const int block0, const int ww)
 {
-    // narrow blocks: the matrix, rows 32 apart; wide blocks: a profile per warp.
+    // narrow blocks: the matrix, rows 32 apart; wide blocks: a profile per warp,
+    // then (ww > 1) the warps' band counts and bests (wide_shared_bytes).
     // Block b of the launch is block block0 + b of the whole (wide ones first),
-    // so that wide and narrow blocks can go to separate launches.
+    // so that wide and narrow blocks can go to separate launches. A wide pair
+    // takes ww warps (1, 2, 4 or 8) of one block (BandChain).
     extern __shared__ int shared[];
-    const int wide_blocks = (nwide + 7) / 8;
+    const int wide_blocks = (nwide * ww + 7) / 8;
     const int block = block0 + (int)blockIdx.x;
     int best = (mode == LOCAL) ? 0 : neg;
     int bi = 0, bj = 0;
     if (block < wide_blocks) {
-        const int p = block * 8 + threadIdx.x / 32;
-        const int lane = threadIdx.x % 32;
-        if (p >= nwide) return;  // the whole warp
+        const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+        const int p = (block * 8 + warp) / ww, wi = warp % ww;
+        if (p >= nwide) return;  // the pair's warps
         const long long qoff = offsets[pair_row[p]], toff = offsets[pair_col[p]];
         const int n = (int)(offsets[pair_row[p] + 1] - qoff);
         const int m = (int)(offsets[pair_col[p] + 1] - toff);
-        uint2* prof = reinterpret_cast<uint2*>(shared) + (threadIdx.x / 32) * K * 32;
+        uint2* prof = reinterpret_cast<uint2*>(shared) + warp * K * 32;
+        int* counts = shared + 8 * K * 32 * 2;  // 8 counts, then 8 bests, rows, columns
+        // the pair's warps: a named barrier each pair of the block (0 is __syncthreads's)
+        const auto pair_sync = [&]() {
+            asm volatile("bar.sync %0, %1;" :: "r"(1 + warp / ww), "r"(ww * 32) : "memory");
+        };
+        BandChain chain{nullptr, 0, 1, 0};
+        if (ww > 1) {
+            if (lane == 0) counts[warp] = -1;
+            pair_sync();
+            chain = BandChain{counts + warp - wi, wi, ww, m + 2};
+        }
         fill_warp<mode, want_tb>(matrix, K, prof, codes + qoff, n, codes + toff, m, go, ge, neg,
                                  bnd_h + boff[p], bnd_f + boff[p], tb + off[p], lane,
-                                 best, bi, bj);
+                                 best, bi, bj, chain);
         warp_best(best, bi, bj);
-        if (lane == 0) { out_score[p] = best; out_ei[p] = bi; out_ej[p] = bj; }
+        if (ww > 1) {
+            int* bests = counts + 8;
+            if (lane == 0) { bests[warp] = best; bests[8 + warp] = bi; bests[16 + warp] = bj; }
+            pair_sync();
+            if (wi == 0 && lane == 0)
+                for (int k = 1; k < ww; ++k)
+                    offer(bests[warp + k], bests[8 + warp + k], bests[16 + warp + k],
+                          best, bi, bj);
+        }
+        if (wi == 0 && lane == 0) { out_score[p] = best; out_ei[p] = bi; out_ej[p] = bj; }
         return;
     }
     int* smat = shared;

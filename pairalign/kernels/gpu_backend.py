@@ -80,6 +80,17 @@ PACK_MIN_WARPS_A_SM = 12
 #: The multiprocessors a plan made without a device (:meth:`GPUBackend.planner`)
 #: counts: an H100's and an H200's.
 PLAN_MULTIPROCESSORS = 132
+#: A wide pair (the unpacked warp kernel) takes up to WIDE_WARPS_MAX warps of
+#: one block, each filling every so many of its bands a wavefront behind the
+#: band above (the kernel's BandChain), where the launch's wide pairs, a warp
+#: each, would make fewer than WIDE_WARPS_A_SM warps a multiprocessor: long
+#: reads with traceback, whose ~0.5 byte a cell on the device holds a window
+#: to ~126 pairs of 20 kb, ran one warp a multiprocessor. None: the largest
+#: power of two that keeps the launch under that many (wide_warps); an int
+#: forces it (tests).
+WIDE_WARPS_A_SM = 16
+WIDE_WARPS_MAX = 8
+WIDE_WARPS: int | None = None
 #: The same with traceback, where the unpacked kernels are the slower: the
 #: proteome's GPU time with traceback, 117-124 ms with every fitting pair
 #: packed, was 131-139 ms with its pairs of 4,560 x 950-1,452 unpacked. So
@@ -475,6 +486,24 @@ def _pack_threads(traceback: bool) -> int:
 def _pack_shape(traceback: bool, mode: str) -> tuple[int, int]:
     """The packed kernel's query rows a lane and lanes a group (a couple each)."""
     return (PACK_ROWS_TRACEBACK, PACK_GROUP_TRACEBACK) if traceback else PACK_SHAPES[mode]
+
+
+def wide_warps(nwide: int, multiprocessors: int = PLAN_MULTIPROCESSORS) -> int:
+    """Warps a wide pair of a launch of ``nwide`` takes: 1, 2, 4 or 8, the
+    most (up to WIDE_WARPS_MAX) with which the launch's wide pairs stay within
+    WIDE_WARPS_A_SM warps a multiprocessor, or WIDE_WARPS where set.
+
+    Examples
+    --------
+    >>> wide_warps(2016), wide_warps(700), wide_warps(126)
+    (1, 2, 8)
+    """
+    if WIDE_WARPS is not None:
+        return WIDE_WARPS
+    ww, room = 1, WIDE_WARPS_A_SM * multiprocessors
+    while ww < WIDE_WARPS_MAX and nwide * ww * 2 <= room:
+        ww *= 2
+    return ww
 
 
 def packs(job: Job, lengths: JobLengths, w: Window, traceback: bool,
@@ -1868,24 +1897,27 @@ class GPUBackend:
                  np.int32(nwarps), np.int32(nq),
                  state["matrix"], np.int32(K), *gaps, bnd_h, bnd_f, lay["boff"], tb,
                  lay["off"], a["score"], a["ei"], a["ej"], *walks), shared_mem=pack_shared)
-        fill = mod.get_function(f"fill<{job.mode_code},{tb_flag}>")
         # the other pairs: every per-pair array from the first one not packed
         args = (state["codes"], state["offsets"], d_row[npack:], d_col[npack:],
                 np.int32(npairs - npack), np.int32(nwide - npack), state["matrix"],
                 np.int32(K), *gaps, bnd_h, bnd_f, tb, lay["off"][npack:],
                 lay["boff"][npack:], lay["warp_m"], a["score"][npack:],
                 a["ei"][npack:], a["ej"][npack:])
-        # a block holds 8 wide pairs (a warp each) or 256 narrow ones
-        wide_blocks = -(-(nwide - npack) // 8)
+        # a block holds 8 // ww wide pairs (ww warps each) or 256 narrow ones
+        ww = wide_warps(nwide - npack, self._plan_multiprocessors())
+        wide_blocks = -(-(nwide - npack) * ww // 8)
         narrow_blocks = -(-(npairs - nwide) // THREADS)
-        wide_shared = 8 * K * 32 * 8  # a query profile per warp
+        # a query profile per warp, then (ww > 1) the warps' band counts and bests
+        wide_shared = 8 * K * 32 * 8 + (4 * 8 * 4 if ww > 1 else 0)
         narrow_shared = 32 * 32 * 4   # the matrix
+        fill = self._function(mod, f"fill<{job.mode_code},{tb_flag}>", wide_shared)
         # wide pairs first, alone: the narrow (short) ones after them
         if wide_blocks:
-            fill((wide_blocks,), (THREADS,), args + (np.int32(0),), shared_mem=wide_shared)
+            fill((wide_blocks,), (THREADS,), args + (np.int32(0), np.int32(ww)),
+                 shared_mem=wide_shared)
         wide_done.record()
         if narrow_blocks:
-            fill((narrow_blocks,), (THREADS,), args + (np.int32(wide_blocks),),
+            fill((narrow_blocks,), (THREADS,), args + (np.int32(wide_blocks), np.int32(ww)),
                  shared_mem=narrow_shared)
 
     @staticmethod
