@@ -18,7 +18,7 @@ from ..pairs import DeviceOps, DevicePairBatch, PairBatch, _offsets, pair_bytes
 from ..scheduler.devices import is_out_of_memory
 from ..scheduler.windows import BLOCK, Window, first_columns
 from .conventions import MODES
-from .gpu_layout import (STRIPE, JobLengths, LayoutPlan, band_words,
+from .gpu_layout import (KIND, ROW, STRIPE, WIDE, JobLengths, LayoutPlan, band_words,
                          first_fit, plan_window, stride2_prefix)
 
 THREADS = 256
@@ -81,15 +81,17 @@ PACK_MIN_WARPS_A_SM = 12
 #: counts: an H100's and an H200's.
 PLAN_MULTIPROCESSORS = 132
 #: A wide pair (the unpacked warp kernel) takes up to WIDE_WARPS_MAX warps of
-#: one block, each filling every so many of its bands a wavefront behind the
-#: band above (the kernel's BandChain), where the launch's wide pairs, a warp
-#: each, would make fewer than WIDE_WARPS_A_SM warps a multiprocessor: long
-#: reads with traceback, whose ~0.5 byte a cell on the device holds a window
-#: to ~126 pairs of 20 kb, ran one warp a multiprocessor. None: the largest
-#: power of two that keeps the launch under that many (wide_warps); an int
-#: forces it (tests).
-WIDE_WARPS_A_SM = 16
+#: one block, each filling every so many of its bands (256 rows) a wavefront
+#: behind the band above (the kernel's BandChain), as many as leave each warp
+#: WIDE_BANDS_A_WARP bands of the launch's shortest wide query. One warp a
+#: pair ran long reads with traceback one warp a multiprocessor (their ~0.5
+#: byte a cell on the device holds a window to ~126 pairs of 20 kb). H100,
+#: semiglobal, 1, 2, 4 and 8 warps a pair (NOTES.md, v60): 64 reads of 15-25
+#: kb with traceback 5.53, 2.87, 1.51, 1.19 s, score-only (2,016 pairs, one
+#: launch) 0.83, 0.71, 0.57, 0.54 s; 200 of 5-12 kb with traceback 2.99,
+#: 2.26, 1.80, 1.74 s. None: that rule (wide_warps); an int forces it (tests).
 WIDE_WARPS_MAX = 8
+WIDE_BANDS_A_WARP = 2
 WIDE_WARPS: int | None = None
 #: The same with traceback, where the unpacked kernels are the slower: the
 #: proteome's GPU time with traceback, 117-124 ms with every fitting pair
@@ -488,20 +490,26 @@ def _pack_shape(traceback: bool, mode: str) -> tuple[int, int]:
     return (PACK_ROWS_TRACEBACK, PACK_GROUP_TRACEBACK) if traceback else PACK_SHAPES[mode]
 
 
-def wide_warps(nwide: int, multiprocessors: int = PLAN_MULTIPROCESSORS) -> int:
-    """Warps a wide pair of a launch of ``nwide`` takes: 1, 2, 4 or 8, the
-    most (up to WIDE_WARPS_MAX) with which the launch's wide pairs stay within
-    WIDE_WARPS_A_SM warps a multiprocessor, or WIDE_WARPS where set.
+def wide_warps(queries: np.ndarray) -> int:
+    """Warps each wide pair of a launch takes, given its wide pairs' query
+    lengths: 1, 2, 4 or 8, the most (up to WIDE_WARPS_MAX) that leave every
+    warp WIDE_BANDS_A_WARP bands of 256 rows of the shortest query, or
+    WIDE_WARPS where set.
 
     Examples
     --------
-    >>> wide_warps(2016), wide_warps(700), wide_warps(126)
-    (1, 2, 8)
+    >>> wide_warps(np.array([15_000, 24_000])), wide_warps(np.array([1_500, 4_560]))
+    (8, 2)
+    >>> wide_warps(np.array([700])), wide_warps(np.array([], np.int64))
+    (1, 1)
     """
     if WIDE_WARPS is not None:
         return WIDE_WARPS
-    ww, room = 1, WIDE_WARPS_A_SM * multiprocessors
-    while ww < WIDE_WARPS_MAX and nwide * ww * 2 <= room:
+    if not len(queries):
+        return 1
+    bands = -(-int(queries.min()) // (32 * STRIPE))
+    ww = 1
+    while ww < WIDE_WARPS_MAX and 2 * ww * WIDE_BANDS_A_WARP <= bands:
         ww *= 2
     return ww
 
@@ -1904,7 +1912,8 @@ class GPUBackend:
                 lay["boff"][npack:], lay["warp_m"], a["score"][npack:],
                 a["ei"][npack:], a["ej"][npack:])
         # a block holds 8 // ww wide pairs (ww warps each) or 256 narrow ones
-        ww = wide_warps(nwide - npack, self._plan_multiprocessors())
+        seg = plan.segments
+        ww = wide_warps(job.rows.lengths[seg[seg[:, KIND] == WIDE, ROW]])
         wide_blocks = -(-(nwide - npack) * ww // 8)
         narrow_blocks = -(-(npairs - nwide) // THREADS)
         # a query profile per warp, then (ww > 1) the warps' band counts and bests
