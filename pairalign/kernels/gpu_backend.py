@@ -18,8 +18,8 @@ from ..pairs import DeviceOps, DevicePairBatch, PairBatch, _offsets, pair_bytes
 from ..scheduler.devices import is_out_of_memory
 from ..scheduler.windows import BLOCK, Window, first_columns
 from .conventions import MODES
-from .gpu_layout import (KIND, ROW, STRIPE, WIDE, JobLengths, LayoutPlan, band_words,
-                         first_fit, plan_window, stride2_prefix)
+from .gpu_layout import (COL, COUNT, KIND, ROW, STRIPE, WIDE, JobLengths, LayoutPlan,
+                         band_words, first_fit, plan_window, stride2_prefix)
 
 THREADS = 256
 #: Windows in flight at once, each on its own stream (and its share of memory).
@@ -82,16 +82,27 @@ PACK_MIN_WARPS_A_SM = 12
 PLAN_MULTIPROCESSORS = 132
 #: A wide pair (the unpacked warp kernel) takes up to WIDE_WARPS_MAX warps of
 #: one block, each filling every so many of its bands (256 rows) a wavefront
-#: behind the band above (the kernel's BandChain), as many as leave each warp
-#: WIDE_BANDS_A_WARP bands of the launch's shortest wide query. One warp a
-#: pair ran long reads with traceback one warp a multiprocessor (their ~0.5
-#: byte a cell on the device holds a window to ~126 pairs of 20 kb). H100,
-#: semiglobal, 1, 2, 4 and 8 warps a pair (NOTES.md, v60): 64 reads of 15-25
-#: kb with traceback 5.53, 2.87, 1.51, 1.19 s, score-only (2,016 pairs, one
-#: launch) 0.83, 0.71, 0.57, 0.54 s; 200 of 5-12 kb with traceback 2.99,
-#: 2.26, 1.80, 1.74 s. None: that rule (wide_warps); an int forces it (tests).
+#: behind the band above (the kernel's BandChain): as many as leave each warp
+#: WIDE_BANDS_A_WARP bands of the launch's shortest wide query and
+#: WIDE_LAG_COLUMNS columns of its shortest target for each warp (a band
+#: trails the one above by 96-128 columns, so on short targets the warps
+#: mostly wait). One warp a pair ran long reads with traceback one warp a
+#: multiprocessor (their ~0.5 byte a cell on the device holds a window to
+#: ~126 pairs of 20 kb). H100, semiglobal, 1, 2, 4 and 8 warps a pair
+#: (NOTES.md, v60): 64 reads of 15-25 kb with traceback 5.53, 2.87, 1.51,
+#: 1.19 s, score-only (2,016 pairs, one launch) 0.83, 0.71, 0.57, 0.54 s; 200
+#: of 5-12 kb with traceback 2.99, 2.26, 1.80, 1.74 s. The proteome
+#: score-only, whose 272 unpacked pairs of its 4,560-residue protein against
+#: targets of at most 283 took 8 warps by their bands alone: GPU busy 0.083
+#: against 0.074 s. A launch whose wide pairs, a warp each, make
+#: WIDE_FULL_A_SM warps a multiprocessor (three blocks of 8) already fills the
+#: device: one warp a pair (the 1e13-cell proteins' 19,456 pairs of 3,485 x
+#: ~300 residues a window would take 2 and wait at their bands' starts). None:
+#: that rule (wide_warps); an int forces it (tests).
 WIDE_WARPS_MAX = 8
 WIDE_BANDS_A_WARP = 2
+WIDE_LAG_COLUMNS = 128
+WIDE_FULL_A_SM = 24
 WIDE_WARPS: int | None = None
 #: The same with traceback, where the unpacked kernels are the slower: the
 #: proteome's GPU time with traceback, 117-124 ms with every fitting pair
@@ -490,26 +501,34 @@ def _pack_shape(traceback: bool, mode: str) -> tuple[int, int]:
     return (PACK_ROWS_TRACEBACK, PACK_GROUP_TRACEBACK) if traceback else PACK_SHAPES[mode]
 
 
-def wide_warps(queries: np.ndarray) -> int:
-    """Warps each wide pair of a launch takes, given its wide pairs' query
-    lengths: 1, 2, 4 or 8, the most (up to WIDE_WARPS_MAX) that leave every
-    warp WIDE_BANDS_A_WARP bands of 256 rows of the shortest query, or
+def wide_warps(pairs: int, queries: np.ndarray, targets: np.ndarray,
+               multiprocessors: int = PLAN_MULTIPROCESSORS) -> int:
+    """Warps each wide pair of a launch of ``pairs`` takes, given its wide
+    pairs' query and target lengths: 1, 2, 4 or 8, the most (up to
+    WIDE_WARPS_MAX) that leave every warp WIDE_BANDS_A_WARP bands of 256 rows
+    of the shortest query and WIDE_LAG_COLUMNS columns of the shortest
+    target; 1 where the pairs fill the device a warp each (WIDE_FULL_A_SM);
     WIDE_WARPS where set.
 
     Examples
     --------
-    >>> wide_warps(np.array([15_000, 24_000])), wide_warps(np.array([1_500, 4_560]))
-    (8, 2)
-    >>> wide_warps(np.array([700])), wide_warps(np.array([], np.int64))
-    (1, 1)
+    >>> reads = np.array([15_000, 24_000])
+    >>> wide_warps(2_016, reads, reads), wide_warps(4_000, reads, reads)
+    (8, 1)
+    >>> [wide_warps(272, np.array([4_560]), np.array([m])) for m in (1_000, 300, 200)]
+    [4, 2, 1]
+    >>> [wide_warps(100, np.array([n]), reads) for n in (1_500, 700)]
+    [2, 1]
     """
     if WIDE_WARPS is not None:
         return WIDE_WARPS
-    if not len(queries):
+    if not len(queries) or pairs >= WIDE_FULL_A_SM * multiprocessors:
         return 1
     bands = -(-int(queries.min()) // (32 * STRIPE))
+    columns = int(targets.min())
     ww = 1
-    while ww < WIDE_WARPS_MAX and 2 * ww * WIDE_BANDS_A_WARP <= bands:
+    while (ww < WIDE_WARPS_MAX and 2 * ww * WIDE_BANDS_A_WARP <= bands
+           and 2 * ww * WIDE_LAG_COLUMNS <= columns):
         ww *= 2
     return ww
 
@@ -1912,8 +1931,11 @@ class GPUBackend:
                 lay["boff"][npack:], lay["warp_m"], a["score"][npack:],
                 a["ei"][npack:], a["ej"][npack:])
         # a block holds 8 // ww wide pairs (ww warps each) or 256 narrow ones
-        seg = plan.segments
-        ww = wide_warps(job.rows.lengths[seg[seg[:, KIND] == WIDE, ROW]])
+        lengths, wide = self._job_plans(job)["lengths"], plan.segments[:, KIND] == WIDE
+        # a segment's targets run longest first: its last is its shortest
+        last = plan.segments[wide, COL] + plan.segments[wide, COUNT] - 1
+        ww = wide_warps(nwide - npack, lengths.rows[plan.segments[wide, ROW]],
+                        lengths.cols[last], self._plan_multiprocessors())
         wide_blocks = -(-(nwide - npack) * ww // 8)
         narrow_blocks = -(-(npairs - nwide) // THREADS)
         # a query profile per warp, then (ww > 1) the warps' band counts and bests
