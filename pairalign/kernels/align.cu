@@ -440,22 +440,34 @@ __device__ __forceinline__ void build_profile(const int* matrix, int K, int entr
 // Several warps on one wide pair (fill's ww > 1): warp w of the pair fills
 // bands w, w + ww, ..., each behind the band above, whose bottom row (the
 // pair's one top row in global memory, rewritten band by band) it loads up to
-// 64 columns ahead (BandTop). Every 32 steps a warp publishes in shared memory
-// how much of its band's bottom row it has written, as band * span + columns
-// (span = m + 2, so that a later band's count is larger), and waits before
-// its loads until the band above has written as far. A band writes a column
-// only after it has loaded it, and the band below loads it only after that,
-// so one row serves every band. The pair's warps share a block: a block-scope
-// fence orders the row's stores before the count. prog null: one warp a pair.
+// 64 columns ahead (BandTop). Every `every + 1` steps (a multiple of 32) the
+// band's last lane publishes how much of that row it has written, as band *
+// span + columns (span = m + 2, so that a later band's count is larger),
+// after a fence; every 32 steps a warp waits, before its loads, until the band
+// above has written as far. A band writes a column only after loading it, and
+// the band below loads it only after that, so one row serves every band;
+// nothing waits on a later band. The counts sit in shared memory where the
+// pair's warps share a block (a block-scope fence), or in global memory where
+// they span blocks (device: a device-scope fence before the count, an acquire
+// load of it, so that the loads after it do not read the row from a stale
+// L1). prog null: one warp a pair.
+__device__ __forceinline__ int load_acquire(const volatile int* p) {
+    int v;
+    asm volatile("ld.acquire.gpu.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
 struct BandChain {
     volatile int* prog;  // the pair's warps' counts
     int wi, ww, span;    // this warp of the pair's ww
+    bool device;         // prog in global memory, the pair's warps over blocks
+    int every;           // publish at steps t with (t & every) == 0: 31 or 127
 
-    __device__ __forceinline__ void publish(int band, int cols) const {
+    __device__ __forceinline__ void publish(int band, int cols, int writer) const {
         if (!prog) return;
         __syncwarp();
-        __threadfence_block();
-        if ((threadIdx.x & 31) == 0) prog[wi] = band * span + cols;
+        if (device) __threadfence(); else __threadfence_block();
+        if ((int)(threadIdx.x & 31) == writer) prog[wi] = band * span + cols;
     }
 
     // until band - 1 has written its bottom row through column cols
@@ -463,8 +475,12 @@ struct BandChain {
         if (!prog || band == 0) return;
         const int need = (band - 1) * span + cols;
         const volatile int* above = prog + (wi + ww - 1) % ww;
-        while (*above < need) __nanosleep(32);
-        __threadfence_block();
+        if (device) {
+            while (load_acquire(above) < need) __nanosleep(64);
+        } else {
+            while (*above < need) __nanosleep(32);
+            __threadfence_block();
+        }
     }
 };
 
@@ -476,7 +492,7 @@ __device__ __forceinline__ void fill_warp(
      const int* matrix, int K, uint2* prof, const unsigned char* a, int n,
      const unsigned char* b, int m, int go, int ge, int neg, SCORE* top_h, SCORE* top_f,
      unsigned int* tbp, int lane, int& best, int& bi, int& bj,
-     const BandChain chain = BandChain{nullptr, 0, 1, 0})
+     const BandChain chain = BandChain{nullptr, 0, 1, 0, false, 31})
 {
     if (chain.wi == 0) {
         for (int j = lane; j <= m; j += 32) {
@@ -501,7 +517,7 @@ __device__ __forceinline__ void fill_warp(
         const long long tb_band = (long long)band * (m + 31);
         for (int t = 0; t < steps; ++t) {
             if (chain.prog && t > 0 && (t & 31) == 0) {
-                chain.publish(band, min(max(t - last, 0), m));
+                if ((t & chain.every) == 0) chain.publish(band, min(max(t - last, 0), m), last);
                 chain.wait(band, min(t + 64, m));
             }
             int hup, fup;
@@ -523,7 +539,7 @@ __device__ __forceinline__ void fill_warp(
                 if (want_tb) tbp[(tb_band + t) * 32 + lane] = word;
             }
         }
-        chain.publish(band, m + 1);
+        chain.publish(band, m + 1, last);
     }
 }
 
@@ -1438,13 +1454,17 @@ fill(
      unsigned int* __restrict__ tb, const long long* __restrict__ off,
      const long long* __restrict__ boff, const int* __restrict__ warp_m,
      int* __restrict__ out_score, int* __restrict__ out_ei, int* __restrict__ out_ej,
-     const int block0, const int ww)
+     const int block0, const int ww, int* __restrict__ chains)
 {
     // narrow blocks: the matrix, rows 32 apart; wide blocks: a profile per warp,
-    // then (ww > 1) the warps' band counts and bests (wide_shared_bytes).
+    // then (1 < ww <= 8) the warps' band counts and bests (wide_shared_bytes).
     // Block b of the launch is block block0 + b of the whole (wide ones first),
     // so that wide and narrow blocks can go to separate launches. A wide pair
-    // takes ww warps (1, 2, 4 or 8) of one block (BandChain).
+    // takes ww warps (BandChain): 1, 2, 4 or 8 of one block, or ww / 8 whole
+    // blocks (16 to 64 warps) whose counts, bests and count of warps done are
+    // chains[p * (4 ww + 1) ...], all -1 at the launch (the host launches no
+    // more of those blocks than the device holds at once: a band's warp waits
+    // on the block before its own, and the pair's first on its last).
     extern __shared__ int shared[];
     const int wide_blocks = (nwide * ww + 7) / 8;
     const int block = block0 + (int)blockIdx.x;
@@ -1452,37 +1472,55 @@ fill(
     int bi = 0, bj = 0;
     if (block < wide_blocks) {
         const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-        const int p = (block * 8 + warp) / ww, wi = warp % ww;
+        const int p = (block * 8 + warp) / ww, wi = (block * 8 + warp) % ww;
         if (p >= nwide) return;  // the pair's warps
         const long long qoff = offsets[pair_row[p]], toff = offsets[pair_col[p]];
         const int n = (int)(offsets[pair_row[p] + 1] - qoff);
         const int m = (int)(offsets[pair_col[p] + 1] - toff);
         uint2* prof = reinterpret_cast<uint2*>(shared) + warp * K * 32;
-        int* counts = shared + 8 * K * 32 * 2;  // 8 counts, then 8 bests, rows, columns
-        // the pair's warps: a named barrier each pair of the block (0 is __syncthreads's)
+        int* counts = ww > 8 ? chains + (long long)p * (4 * ww + 1)
+                             : shared + 8 * K * 32 * 2 + warp - wi;  // then bests, rows, columns
+        const int stride = ww > 8 ? ww : 8;  // between counts, bests, rows and columns
+        int* bests = counts + stride;
+        // the pair's warps of one block: a named barrier each (0 is __syncthreads's)
         const auto pair_sync = [&]() {
             asm volatile("bar.sync %0, %1;" :: "r"(1 + warp / ww), "r"(ww * 32) : "memory");
         };
-        BandChain chain{nullptr, 0, 1, 0};
-        if (ww > 1) {
-            if (lane == 0) counts[warp] = -1;
+        BandChain chain{nullptr, 0, 1, 0, false, 31};
+        if (ww > 8) {
+            chain = BandChain{counts, wi, ww, m + 2, true, 127};
+        } else if (ww > 1) {
+            if (lane == 0) counts[wi] = -1;
             pair_sync();
-            chain = BandChain{counts + warp - wi, wi, ww, m + 2};
+            chain = BandChain{counts, wi, ww, m + 2, false, 31};
         }
         fill_warp<mode, want_tb>(matrix, K, prof, codes + qoff, n, codes + toff, m, go, ge, neg,
                                  bnd_h + boff[p], bnd_f + boff[p], tb + off[p], lane,
                                  best, bi, bj, chain);
         warp_best(best, bi, bj);
-        if (ww > 1) {
-            int* bests = counts + 8;
-            if (lane == 0) { bests[warp] = best; bests[8 + warp] = bi; bests[16 + warp] = bj; }
-            pair_sync();
-            if (wi == 0 && lane == 0)
-                for (int k = 1; k < ww; ++k)
-                    offer(bests[warp + k], bests[8 + warp + k], bests[16 + warp + k],
-                          best, bi, bj);
+        bool out = wi == 0;
+        if (ww > 1 && lane == 0) {
+            bests[wi] = best; bests[stride + wi] = bi; bests[2 * stride + wi] = bj;
         }
-        if (wi == 0 && lane == 0) { out_score[p] = best; out_ei[p] = bi; out_ej[p] = bj; }
+        if (ww > 8) {  // the pair's last warp to finish reduces them
+            if (lane == 0) {
+                __threadfence();
+                out = atomicAdd(counts + 4 * ww, 1) == ww - 2;  // from -1
+                if (out) __threadfence();
+            }
+            out = __shfl_sync(FULL, out, 0);
+        } else if (ww > 1) {
+            pair_sync();
+        }
+        if (ww > 1 && out && lane == 0) {
+            for (int k = 0; k < ww; ++k) {
+                const int* at = bests + k;
+                if (ww > 8) offer(__ldcg(at), __ldcg(at + stride), __ldcg(at + 2 * stride),
+                                  best, bi, bj);
+                else offer(at[0], at[stride], at[2 * stride], best, bi, bj);
+            }
+        }
+        if (out && lane == 0) { out_score[p] = best; out_ei[p] = bi; out_ej[p] = bj; }
         return;
     }
     int* smat = shared;

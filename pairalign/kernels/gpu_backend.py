@@ -49,6 +49,37 @@ POLL_SECONDS = 100e-6
 WIDE_STEPS: int | None = 1 << 9
 #: The same for score-only runs.
 WIDE_STEPS_SCORE_ONLY: int | None = 1 << 9
+#: A wide pair (the unpacked warp kernel) takes several warps where they
+#: help, each filling every so many of its bands (256 rows) a wavefront
+#: behind the band above (the kernel's BandChain): as many as leave each warp
+#: WIDE_BANDS_A_WARP bands of the launch's shortest wide query and
+#: WIDE_LAG_COLUMNS columns of its shortest target (a band trails the one
+#: above by 96-128 columns, so on short targets the warps mostly wait), up to
+#: 8, the warps of one block. One warp a pair ran long reads with traceback
+#: one warp a multiprocessor (their ~0.5 byte a cell on the device holds a
+#: window to ~126 pairs of 20 kb). H100, semiglobal, 1, 2, 4 and 8 warps a
+#: pair (NOTES.md, v60): 64 reads of 15-25 kb with traceback 5.53, 2.87,
+#: 1.51, 1.19 s, score-only (2,016 pairs, one launch) 0.83, 0.71, 0.57, 0.54
+#: s; 200 of 5-12 kb with traceback 2.99, 2.26, 1.80, 1.74 s. The proteome
+#: score-only, whose 272 unpacked pairs of its 4,560-residue protein against
+#: targets of at most 283 took 8 warps by their bands alone: GPU busy 0.083
+#: against 0.074 s. A launch whose wide pairs, a warp each, make
+#: WIDE_FULL_A_SM warps a multiprocessor (three blocks of 8) already fills the
+#: device: one warp a pair (the 1e13-cell proteins' 19,456 pairs of 3,485 x
+#: ~300 residues a window would take 2 and wait at their bands' starts).
+WIDE_BANDS_A_WARP = 2
+WIDE_LAG_COLUMNS = 128
+WIDE_FULL_A_SM = 24
+#: Past 8, a pair takes whole blocks of 8 warps (16 to WIDE_WARPS_MAX), their
+#: band counts in global memory, published every 128 steps (a device-scope
+#: fence each), so a band trails the one above by up to WIDE_LAG_COLUMNS_BLOCKS
+#: columns; only where the launch's blocks stay within one a multiprocessor,
+#: so that all of them are on the device at once (a pair's first warp waits
+#: on its last). Sequences of 100 kb and more, a few pairs a window.
+WIDE_WARPS_MAX = 64
+WIDE_LAG_COLUMNS_BLOCKS = 256
+#: None: that rule (wide_warps); an int forces it (tests).
+WIDE_WARPS: int | None = None
 #: Score-only pairs on warps whose scores fit 16 bits run two at a time (one
 #: query, two targets) in the 16-bit halves of each register (``fill2``).
 PACKED = True
@@ -80,30 +111,6 @@ PACK_MIN_WARPS_A_SM = 12
 #: The multiprocessors a plan made without a device (:meth:`GPUBackend.planner`)
 #: counts: an H100's and an H200's.
 PLAN_MULTIPROCESSORS = 132
-#: A wide pair (the unpacked warp kernel) takes up to WIDE_WARPS_MAX warps of
-#: one block, each filling every so many of its bands (256 rows) a wavefront
-#: behind the band above (the kernel's BandChain): as many as leave each warp
-#: WIDE_BANDS_A_WARP bands of the launch's shortest wide query and
-#: WIDE_LAG_COLUMNS columns of its shortest target for each warp (a band
-#: trails the one above by 96-128 columns, so on short targets the warps
-#: mostly wait). One warp a pair ran long reads with traceback one warp a
-#: multiprocessor (their ~0.5 byte a cell on the device holds a window to
-#: ~126 pairs of 20 kb). H100, semiglobal, 1, 2, 4 and 8 warps a pair
-#: (NOTES.md, v60): 64 reads of 15-25 kb with traceback 5.53, 2.87, 1.51,
-#: 1.19 s, score-only (2,016 pairs, one launch) 0.83, 0.71, 0.57, 0.54 s; 200
-#: of 5-12 kb with traceback 2.99, 2.26, 1.80, 1.74 s. The proteome
-#: score-only, whose 272 unpacked pairs of its 4,560-residue protein against
-#: targets of at most 283 took 8 warps by their bands alone: GPU busy 0.083
-#: against 0.074 s. A launch whose wide pairs, a warp each, make
-#: WIDE_FULL_A_SM warps a multiprocessor (three blocks of 8) already fills the
-#: device: one warp a pair (the 1e13-cell proteins' 19,456 pairs of 3,485 x
-#: ~300 residues a window would take 2 and wait at their bands' starts). None:
-#: that rule (wide_warps); an int forces it (tests).
-WIDE_WARPS_MAX = 8
-WIDE_BANDS_A_WARP = 2
-WIDE_LAG_COLUMNS = 128
-WIDE_FULL_A_SM = 24
-WIDE_WARPS: int | None = None
 #: The same with traceback, where the unpacked kernels are the slower: the
 #: proteome's GPU time with traceback, 117-124 ms with every fitting pair
 #: packed, was 131-139 ms with its pairs of 4,560 x 950-1,452 unpacked. So
@@ -504,17 +511,22 @@ def _pack_shape(traceback: bool, mode: str) -> tuple[int, int]:
 def wide_warps(pairs: int, queries: np.ndarray, targets: np.ndarray,
                multiprocessors: int = PLAN_MULTIPROCESSORS) -> int:
     """Warps each wide pair of a launch of ``pairs`` takes, given its wide
-    pairs' query and target lengths: 1, 2, 4 or 8, the most (up to
+    pairs' query and target lengths: a power of two, the most (up to
     WIDE_WARPS_MAX) that leave every warp WIDE_BANDS_A_WARP bands of 256 rows
     of the shortest query and WIDE_LAG_COLUMNS columns of the shortest
-    target; 1 where the pairs fill the device a warp each (WIDE_FULL_A_SM);
-    WIDE_WARPS where set.
+    target (WIDE_LAG_COLUMNS_BLOCKS past 8 warps, where the launch's blocks
+    must also stay within one a multiprocessor); 1 where the pairs fill the
+    device a warp each (WIDE_FULL_A_SM); WIDE_WARPS where set.
 
     Examples
     --------
     >>> reads = np.array([15_000, 24_000])
-    >>> wide_warps(2_016, reads, reads), wide_warps(4_000, reads, reads)
-    (8, 1)
+    >>> wide_warps(126, reads, reads), wide_warps(2_016, reads, reads)
+    (8, 8)
+    >>> wide_warps(4_000, reads, reads), wide_warps(10, reads, reads)
+    (1, 16)
+    >>> wide_warps(6, np.array([150_000]), np.array([150_000]))
+    64
     >>> [wide_warps(272, np.array([4_560]), np.array([m])) for m in (1_000, 300, 200)]
     [4, 2, 1]
     >>> [wide_warps(100, np.array([n]), reads) for n in (1_500, 700)]
@@ -526,9 +538,15 @@ def wide_warps(pairs: int, queries: np.ndarray, targets: np.ndarray,
         return 1
     bands = -(-int(queries.min()) // (32 * STRIPE))
     columns = int(targets.min())
+
+    def more(ww: int) -> bool:  # whether 2 ww warps a pair still pay
+        lag = WIDE_LAG_COLUMNS if 2 * ww <= 8 else WIDE_LAG_COLUMNS_BLOCKS
+        return (2 * ww <= WIDE_WARPS_MAX and 2 * ww * WIDE_BANDS_A_WARP <= bands
+                and 2 * ww * lag <= columns
+                and (2 * ww <= 8 or pairs * (2 * ww // 8) <= multiprocessors))
+
     ww = 1
-    while (ww < WIDE_WARPS_MAX and 2 * ww * WIDE_BANDS_A_WARP <= bands
-           and 2 * ww * WIDE_LAG_COLUMNS <= columns):
+    while more(ww):
         ww *= 2
     return ww
 
@@ -1858,6 +1876,8 @@ class GPUBackend:
             h["ev"][0].record()
             t = time.perf_counter()
             self._fill(job, state, plan, a, lay, mod, dtype, traceback, h["ev"][4])
+            if "chains" in a:  # held until the window ends
+                h["chains"] = a["chains"]
             if bounded:
                 h["ev_bounded"] = self._bounded_passes(job, state, a, mod, dtype)
             h["ev"][1].record()
@@ -1930,7 +1950,8 @@ class GPUBackend:
                 np.int32(K), *gaps, bnd_h, bnd_f, tb, lay["off"][npack:],
                 lay["boff"][npack:], lay["warp_m"], a["score"][npack:],
                 a["ei"][npack:], a["ej"][npack:])
-        # a block holds 8 // ww wide pairs (ww warps each) or 256 narrow ones
+        # a block holds 8 // ww wide pairs (ww warps each, or ww // 8 blocks a
+        # pair) or 256 narrow ones
         lengths, wide = self._job_plans(job)["lengths"], plan.segments[:, KIND] == WIDE
         # a segment's targets run longest first: its last is its shortest
         last = plan.segments[wide, COL] + plan.segments[wide, COUNT] - 1
@@ -1943,13 +1964,18 @@ class GPUBackend:
         narrow_shared = 32 * 32 * 4   # the matrix
         fill = self._function(mod, f"fill<{job.mode_code},{tb_flag}>", wide_shared)
         # wide pairs first, alone: the narrow (short) ones after them
+        # pairs over blocks: their band counts, bests and warps done, all -1
+        # (kept with the window's arrays until it ends)
+        chains = a["score"]
+        if ww > 8 and wide_blocks:
+            chains = a["chains"] = self.cp.full((nwide - npack) * (4 * ww + 1), -1, np.int32)
         if wide_blocks:
-            fill((wide_blocks,), (THREADS,), args + (np.int32(0), np.int32(ww)),
+            fill((wide_blocks,), (THREADS,), args + (np.int32(0), np.int32(ww), chains),
                  shared_mem=wide_shared)
         wide_done.record()
         if narrow_blocks:
-            fill((narrow_blocks,), (THREADS,), args + (np.int32(wide_blocks), np.int32(ww)),
-                 shared_mem=narrow_shared)
+            fill((narrow_blocks,), (THREADS,),
+                 args + (np.int32(wide_blocks), np.int32(ww), chains), shared_mem=narrow_shared)
 
     @staticmethod
     def _walk_arrays(a: dict, lay: dict) -> tuple:
