@@ -211,6 +211,18 @@ def test_several_warps_a_wide_pair(monkeypatch, mode, traceback, warps):
     assert (cpu.pairs.score > 1_000).sum() >= 3  # overlapping reads among them
 
 
+@pytest.mark.parametrize("mode", ["global", "local"])
+@pytest.mark.parametrize("traceback", [True, False])
+def test_several_warps_beside_narrow_pairs(data_dir, monkeypatch, mode, traceback):
+    """8 warps a wide pair in windows that also hold packed and narrow
+    pairs (the narrow launch's blocks counted after the wide ones'): the
+    CPU's pairs."""
+    monkeypatch.setattr(gpu_backend, "WIDE_WARPS", 8)
+    monkeypatch.setattr(gpu_backend, "PACKED", False)
+    cpu, gpu = both(data_dir / "adeno_fiber.faa", mode=mode, traceback=traceback)
+    assert_same(cpu, gpu)
+
+
 def warp_sequences():
     """Proteins of 1 to 700 residues, a third of them prefixes of one another:
     bands of 1 to 32 stripes, partial last stripes and bands, ties."""
