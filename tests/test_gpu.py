@@ -213,13 +213,14 @@ def test_several_warps_a_wide_pair(monkeypatch, mode, traceback, warps):
 
 @pytest.mark.parametrize("mode", ["global", "local"])
 @pytest.mark.parametrize("traceback", [True, False])
-def test_several_warps_beside_narrow_pairs(data_dir, monkeypatch, mode, traceback):
-    """8 warps a wide pair in windows that also hold packed and narrow
-    pairs (the narrow launch's blocks counted after the wide ones'): the
-    CPU's pairs."""
+def test_several_warps_beside_narrow_pairs(monkeypatch, mode, traceback):
+    """8 warps a wide pair in a window that also holds narrow pairs (those
+    under WIDE_STEPS, whose launch's blocks are counted after the wide
+    ones'): the CPU's pairs."""
     monkeypatch.setattr(gpu_backend, "WIDE_WARPS", 8)
     monkeypatch.setattr(gpu_backend, "PACKED", False)
-    cpu, gpu = both(data_dir / "adeno_fiber.faa", mode=mode, traceback=traceback)
+    monkeypatch.setattr(gpu_backend, "PACKED_TRACEBACK", False)
+    cpu, gpu = both(warp_sequences(), mode=mode, traceback=traceback)
     assert_same(cpu, gpu)
 
 
