@@ -24,7 +24,8 @@
 // matrix of at most 24 letters with scores that fit a signed byte); the host
 // launches `fill` on the wide blocks, then on the narrow ones (block0):
 //
-// - wide pairs (all but the smallest), one warp each: lane l fills stripe 32 b + l of
+// - wide pairs (all but the smallest), one warp each (or several, each taking
+//   every ww-th band: BandChain): lane l fills stripe 32 b + l of
 //   band b, one column behind lane l - 1, which hands it the H and F of the row
 //   above through a shuffle. A pair's critical path is 32 times shorter than on
 //   one thread, so the longest pairs no longer hold up the end of a launch. Word

@@ -75,7 +75,10 @@ WIDE_FULL_A_SM = 24
 #: fence each), so a band trails the one above by up to WIDE_LAG_COLUMNS_BLOCKS
 #: columns; only where the launch's blocks stay within one a multiprocessor,
 #: so that all of them are on the device at once (a pair's first warp waits
-#: on its last). Sequences of 100 kb and more, a few pairs a window.
+#: on its last). Sequences of 100 kb and more, a few pairs a window: 4 reads
+#: of 150-200 kb on an H100 (6 pairs, 64 warps each) with traceback 1.92 s
+#: against 12.35 s at 8 warps, score-only 0.77 s against 5.05 s (NOTES.md,
+#: v60).
 WIDE_WARPS_MAX = 64
 WIDE_LAG_COLUMNS_BLOCKS = 256
 #: None: that rule (wide_warps); an int forces it (tests).
