@@ -84,14 +84,7 @@ def test_long_reads(monkeypatch, budget_pairs):
     traceback, 4.6 GB, and refused), then with the device's budget cut to
     three pairs' bytes, so that blocks run as windows below 16 x 16 at any
     offset: the CPU's pairs, none of them run on the CPU."""
-    rng = np.random.default_rng(12)
-    genome = rng.choice(list("ACGT"), 30_000)
-    reads = []
-    for start, n in zip(rng.integers(0, 20_000, 10), rng.integers(6_000, 9_000, 10)):
-        read = genome[start:start + n].copy()
-        hit = rng.random(read.size) < 0.05
-        read[hit] = rng.choice(list("ACGT"), int(hit.sum()))
-        reads.append("".join(read))
+    reads = genome_reads(12, 30_000, 20_000, 10, 6_000, 9_000)
     if budget_pairs:
         from pairalign.job import Job, SortedSet
         from pairalign.scheduler.windows import make_window
@@ -170,19 +163,25 @@ def test_every_pair_on_a_warp(monkeypatch, mode, traceback, packed):
     assert_same(cpu, gpu)
 
 
-def several_warps_reads() -> list[str]:
-    """Reads of 1.5 to 5 kb cut from one random genome, 5% of their bases
-    replaced: 6 to 20 bands of 256 rows, each a wavefront behind the band
-    above when a pair takes several warps."""
-    rng = np.random.default_rng(21)
-    genome = rng.choice(list("ACGT"), 12_000)
+def genome_reads(seed: int, genome: int, starts: int, count: int, lo: int,
+                 hi: int) -> list[str]:
+    """``count`` reads of ``lo`` to ``hi`` bp from the first ``starts`` bp of
+    a random genome of ``genome`` bp, 5% of their bases replaced."""
+    rng = np.random.default_rng(seed)
+    bases = rng.choice(list("ACGT"), genome)
     reads = []
-    for start, n in zip(rng.integers(0, 7_000, 7), rng.integers(1_500, 5_000, 7)):
-        read = genome[start:start + n].copy()
+    for start, n in zip(rng.integers(0, starts, count), rng.integers(lo, hi, count)):
+        read = bases[start:start + n].copy()
         hit = rng.random(read.size) < 0.05
         read[hit] = rng.choice(list("ACGT"), int(hit.sum()))
         reads.append("".join(read))
     return reads
+
+
+def several_warps_reads() -> list[str]:
+    """Reads of 1.5 to 5 kb: 6 to 20 bands of 256 rows, each a wavefront
+    behind the band above when a pair takes several warps."""
+    return genome_reads(21, 12_000, 7_000, 7, 1_500, 5_000)
 
 
 @pytest.mark.parametrize("mode", ["global", "semiglobal", "local"])
