@@ -1458,7 +1458,7 @@ fill(
      const int block0, const int ww, int* __restrict__ chains)
 {
     // narrow blocks: the matrix, rows 32 apart; wide blocks: a profile per warp,
-    // then (1 < ww <= 8) the warps' band counts and bests (wide_shared_bytes).
+    // then (1 < ww <= 8) the warps' band counts and bests (the host's wide_shared).
     // Block b of the launch is block block0 + b of the whole (wide ones first),
     // so that wide and narrow blocks can go to separate launches. A wide pair
     // takes ww warps (BandChain): 1, 2, 4 or 8 of one block, or ww / 8 whole

@@ -514,12 +514,14 @@ def _pack_shape(traceback: bool, mode: str) -> tuple[int, int]:
 def wide_warps(pairs: int, queries: np.ndarray, targets: np.ndarray,
                multiprocessors: int = PLAN_MULTIPROCESSORS) -> int:
     """Warps each wide pair of a launch of ``pairs`` takes, given its wide
-    pairs' query and target lengths: a power of two, the most (up to
-    WIDE_WARPS_MAX) that leave every warp WIDE_BANDS_A_WARP bands of 256 rows
-    of the shortest query and WIDE_LAG_COLUMNS columns of the shortest
-    target (WIDE_LAG_COLUMNS_BLOCKS past 8 warps, where the launch's blocks
-    must also stay within one a multiprocessor); 1 where the pairs fill the
-    device a warp each (WIDE_FULL_A_SM); WIDE_WARPS where set.
+    pairs' query and target lengths (the shortest and the longest among
+    them): a power of two, the most (up to WIDE_WARPS_MAX) that leave every
+    warp WIDE_BANDS_A_WARP bands of 256 rows of the shortest query and
+    WIDE_LAG_COLUMNS columns of the shortest target (WIDE_LAG_COLUMNS_BLOCKS
+    past 8 warps, where the launch's blocks must also stay within one a
+    multiprocessor); 1 where the pairs fill the device a warp each
+    (WIDE_FULL_A_SM), or where a pair's band counts (band times the target's
+    length) would pass 32 bits; WIDE_WARPS where set.
 
     Examples
     --------
@@ -534,10 +536,14 @@ def wide_warps(pairs: int, queries: np.ndarray, targets: np.ndarray,
     [4, 2, 1]
     >>> [wide_warps(100, np.array([n]), reads) for n in (1_500, 700)]
     [2, 1]
+    >>> wide_warps(1, np.array([1_000_000]), np.array([600_000]))
+    1
     """
     if WIDE_WARPS is not None:
         return WIDE_WARPS
     if not len(queries) or pairs >= WIDE_FULL_A_SM * multiprocessors:
+        return 1
+    if (int(queries.max()) // (32 * STRIPE) + 2) * (int(targets.max()) + 2) >= 1 << 31:
         return 1
     bands = -(-int(queries.min()) // (32 * STRIPE))
     columns = int(targets.min())
@@ -1956,22 +1962,24 @@ class GPUBackend:
         # a block holds 8 // ww wide pairs (ww warps each, or ww // 8 blocks a
         # pair) or 256 narrow ones
         lengths, wide = self._job_plans(job)["lengths"], plan.segments[:, KIND] == WIDE
-        # a segment's targets run longest first: its last is its shortest
-        last = plan.segments[wide, COL] + plan.segments[wide, COUNT] - 1
+        # a segment's targets run longest first
+        first = plan.segments[wide, COL]
+        last = first + plan.segments[wide, COUNT] - 1
         ww = wide_warps(nwide - npack, lengths.rows[plan.segments[wide, ROW]],
-                        lengths.cols[last], self._plan_multiprocessors())
+                        lengths.cols[np.concatenate([first, last])],
+                        self._plan_multiprocessors())
         wide_blocks = -(-(nwide - npack) * ww // 8)
         narrow_blocks = -(-(npairs - nwide) // THREADS)
         # a query profile per warp, then (ww > 1) the warps' band counts and bests
         wide_shared = 8 * K * 32 * 8 + (4 * 8 * 4 if ww > 1 else 0)
         narrow_shared = 32 * 32 * 4   # the matrix
         fill = self._function(mod, f"fill<{job.mode_code},{tb_flag}>", wide_shared)
-        # wide pairs first, alone: the narrow (short) ones after them
         # pairs over blocks: their band counts, bests and warps done, all -1
-        # (kept with the window's arrays until it ends)
+        # (held with the window's arrays until it ends)
         chains = a["score"]
         if ww > 8 and wide_blocks:
             chains = a["chains"] = self.cp.full((nwide - npack) * (4 * ww + 1), -1, np.int32)
+        # wide pairs first, alone: the narrow (short) ones after them
         if wide_blocks:
             fill((wide_blocks,), (THREADS,), args + (np.int32(0), np.int32(ww), chains),
                  shared_mem=wide_shared)
