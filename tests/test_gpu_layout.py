@@ -992,3 +992,31 @@ def test_a_slot_grows_only_past_its_block_and_each_growth_is_counted(monkeypatch
     assert taken == [100, 300, 301]
     assert be.timings["slot_grown"] == 2
     assert synced == ([1, 2] if host_arena else [])
+
+
+@pytest.mark.parametrize("reads, span, traceback, rows, want", [
+    (12, (15_000, 25_000), True, 4, 16), (12, (15_000, 25_000), False, 12, 16),
+    (40, (15_000, 25_000), True, 40, 8), (40, (1_500, 4_000), False, 40, 2)])
+def test_a_plans_wide_warps_see_its_unpacked_pairs(reads, span, traceback, rows, want):
+    """The warps a window's wide pairs take (plan_wide_warps) are
+    wide_warps of the window's pairs that neither pack nor run on one thread,
+    counted from the window's pairs apart from the plan: up to 16 warps for
+    a few pairs of 15-25 kb (the blocks within the device's 132
+    multiprocessors), 8 for more of them, 2 for reads of 1.5-4 kb (their
+    shortest query's bands)."""
+    from pairalign.job import Job, SortedSet
+    from pairalign.scoring import Scoring
+
+    rng = np.random.default_rng(5)
+    scoring = Scoring.create("dna")
+    seqs = ["".join(rng.choice(list("ACGT"), int(k))) for k in rng.integers(*span, reads)]
+    job = Job("semiglobal", scoring, traceback, SortedSet.encode(seqs, scoring))
+    k = job.rows.lengths
+    w = make_window(k, k, 0, rows, 0, reads, True)
+    plan = GPUBackend.planner()._plan_for(job, w, traceback)
+    n, m, packed = packed_pairs(job, w, traceback)
+    limit = gpu_backend.WIDE_STEPS if traceback else gpu_backend.WIDE_STEPS_SCORE_ONLY
+    unpacked = (-(-n // 8) * m >= limit) & ~packed
+    assert unpacked.sum() == plan.nwide - plan.npack > 0
+    got = gpu_backend.plan_wide_warps(plan, JobLengths.of(k, k))
+    assert got == gpu_backend.wide_warps(int(unpacked.sum()), n[unpacked], m[unpacked]) == want

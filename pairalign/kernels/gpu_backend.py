@@ -560,6 +560,18 @@ def wide_warps(pairs: int, queries: np.ndarray, targets: np.ndarray,
     return ww
 
 
+def plan_wide_warps(plan: LayoutPlan, lengths: JobLengths,
+                    multiprocessors: int = PLAN_MULTIPROCESSORS) -> int:
+    """:func:`wide_warps` of a window's plan: its unpacked wide pairs, their
+    queries, and their targets' shortest and longest (a segment's targets
+    run longest first)."""
+    seg = plan.segments[plan.segments[:, KIND] == WIDE]
+    first = seg[:, COL]
+    targets = lengths.cols[np.concatenate([first, first + seg[:, COUNT] - 1])]
+    return wide_warps(int(seg[:, COUNT].sum()), lengths.rows[seg[:, ROW]], targets,
+                      multiprocessors)
+
+
 def packs(job: Job, lengths: JobLengths, w: Window, traceback: bool,
           multiprocessors: int = PLAN_MULTIPROCESSORS) -> Callable:
     """Which pairs of window ``w`` run packed, as ``fits(n, m)`` (true for
@@ -1961,13 +1973,8 @@ class GPUBackend:
                 a["ei"][npack:], a["ej"][npack:])
         # a block holds 8 // ww wide pairs (ww warps each, or ww // 8 blocks a
         # pair) or 256 narrow ones
-        lengths, wide = self._job_plans(job)["lengths"], plan.segments[:, KIND] == WIDE
-        # a segment's targets run longest first
-        first = plan.segments[wide, COL]
-        last = first + plan.segments[wide, COUNT] - 1
-        ww = wide_warps(nwide - npack, lengths.rows[plan.segments[wide, ROW]],
-                        lengths.cols[np.concatenate([first, last])],
-                        self._plan_multiprocessors())
+        ww = plan_wide_warps(plan, self._job_plans(job)["lengths"],
+                             self._plan_multiprocessors())
         wide_blocks = -(-(nwide - npack) * ww // 8)
         narrow_blocks = -(-(npairs - nwide) // THREADS)
         # a query profile per warp, then (ww > 1) the warps' band counts and bests
