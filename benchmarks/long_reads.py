@@ -111,7 +111,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--no-parasail", action="store_true")
     ap.add_argument("--wide-warps", default="rule",
-                    help="comma-separated settings of the warps a wide pair takes: rule or 1-8")
+                    help="comma-separated settings of the warps a wide pair takes: rule or 1-64")
     ap.add_argument("--stages", action="store_true",
                     help="print the backend's stage times (seconds) of each best run")
     args = ap.parse_args()
