@@ -120,6 +120,71 @@ def test_connect_by_address(cluster):
         client.close(timeout=10)
 
 
+@pytest.mark.parametrize("setting, client_says, direct", [
+    (True, None, True), (False, None, False), (True, False, False)])
+def test_results_fetched_from_the_workers_or_through_the_scheduler(cluster, monkeypatch,
+                                                                    setting, client_says,
+                                                                    direct):
+    """Each window's result is fetched once, straight from its worker
+    (``DIRECT_FETCH``) unless the client was made to go through the
+    scheduler (``direct_to_workers=False``) or the setting is off: the local
+    run's pairs either way."""
+    from pairalign.scheduler import distributed as dist
+
+    monkeypatch.setattr(dist, "DIRECT_FETCH", setting)
+    monkeypatch.setattr(cluster, "direct_to_workers", client_says)
+    gather, asked = cluster.gather, []
+    monkeypatch.setattr(cluster, "gather", lambda fut, direct=None, **kw: asked.append(direct)
+                        or gather(fut, direct=direct, **kw))
+    job = job_of(50)
+    timings = {}
+    same(run_job(job, CPU, width=16, client=cluster, timings=timings),
+         run_job(job, CPU, width=16))
+    assert asked == [direct] * timings["scheduler"]["windows"]
+
+
+def _fetchers():
+    import threading
+
+    return [t for t in threading.enumerate() if t.name == "pairalign-dask-fetch"]
+
+
+def _window_tasks(cluster) -> list:
+    return cluster.run_on_scheduler(lambda dask_scheduler: [
+        k for k in dask_scheduler.tasks if "pairalign-window" in str(k)])
+
+
+def test_a_stream_closed_early_cancels_its_tasks(cluster):
+    """A consumer that stops after the first window (the generator closed)
+    leaves no fetching thread and, soon, no window task on the cluster."""
+    import time
+
+    from pairalign.scheduler.distributed import iter_distributed
+
+    stream = iter_distributed(job_of(60), cluster, backend=CPU, width=16, max_inflight=2)
+    assert len(next(stream)) > 0
+    stream.close()
+    assert _fetchers() == []
+    deadline = time.monotonic() + 20
+    while _window_tasks(cluster) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _window_tasks(cluster) == []
+
+
+def test_a_failing_window_raises_on_the_client(cluster, monkeypatch):
+    """A window that fails on every try (Dask's retry included) raises its
+    error from the stream, and the fetching thread ends."""
+    from pairalign.scheduler import distributed as dist
+
+    def fail(*args, **kwargs):
+        raise ValueError("window failed on purpose")
+
+    monkeypatch.setattr(dist, "_run_window", fail)  # the workers run in this process
+    with pytest.raises(ValueError, match="on purpose"):
+        run_job(job_of(40), CPU, width=16, client=cluster)
+    assert _fetchers() == []
+
+
 @pytest.mark.filterwarnings("ignore:Port .* is already in use")
 def test_worker_processes():
     """Workers in their own processes: the job and the results are pickled."""
