@@ -120,19 +120,23 @@ def test_connect_by_address(cluster):
         client.close(timeout=10)
 
 
-@pytest.mark.parametrize("setting, client_says, direct", [
-    (True, None, True), (False, None, False), (True, False, False)])
+@pytest.mark.parametrize("setting, client_says, reachable, direct", [
+    (True, None, True, True), (True, None, False, False), (False, None, True, False),
+    (True, False, True, False)])
 def test_results_fetched_from_the_workers_or_through_the_scheduler(cluster, monkeypatch,
                                                                     setting, client_says,
-                                                                    direct):
+                                                                    reachable, direct):
     """Each window's result is fetched once, straight from its worker
-    (``DIRECT_FETCH``) unless the client was made to go through the
-    scheduler (``direct_to_workers=False``) or the setting is off: the local
-    run's pairs either way."""
+    (``DIRECT_FETCH``) unless a worker does not answer the client, the client
+    was made to go through the scheduler (``direct_to_workers=False``) or the
+    setting is off: the local run's pairs either way."""
     from pairalign.scheduler import distributed as dist
 
     monkeypatch.setattr(dist, "DIRECT_FETCH", setting)
     monkeypatch.setattr(cluster, "direct_to_workers", client_says)
+    probe = dist.workers_reachable
+    monkeypatch.setattr(dist, "workers_reachable",
+                        lambda client: probe(client) and reachable)
     gather, asked = cluster.gather, []
     monkeypatch.setattr(cluster, "gather", lambda fut, direct=None, **kw: asked.append(direct)
                         or gather(fut, direct=direct, **kw))
@@ -141,6 +145,20 @@ def test_results_fetched_from_the_workers_or_through_the_scheduler(cluster, monk
     same(run_job(job, CPU, width=16, client=cluster, timings=timings),
          run_job(job, CPU, width=16))
     assert asked == [direct] * timings["scheduler"]["windows"]
+
+
+def test_workers_reachable(cluster):
+    """The cluster's workers answer the client; a closed port does not, and
+    the probe gives up after its timeout."""
+    import time
+
+    from pairalign.scheduler.distributed import workers_reachable
+
+    assert workers_reachable(cluster)
+    workers = list(cluster.scheduler_info()["workers"])
+    t = time.perf_counter()
+    assert not workers_reachable(cluster, workers + ["tcp://127.0.0.1:1"], timeout=1.0)
+    assert time.perf_counter() - t < 10
 
 
 def _fetchers():

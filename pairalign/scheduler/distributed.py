@@ -18,11 +18,12 @@ the worker and kept there for the job's tasks:
 A window too large for the worker's device is cut and run piecewise on it; a
 window that raises is retried cut in quarters, then on the worker's CPU; a task
 that still fails is retried once by Dask (maybe on another worker), then the
-run raises. Results come back as the tasks complete, fetched straight from the
-workers (``DIRECT_FETCH``) on a thread of the client's; at most ``2 x threads +
-2`` tasks are in flight, and as many fetched results wait, so memory stays
-bounded on both sides; :func:`iter_distributed` yields them as they come, or
-in plan order.
+run raises. Results come back as the tasks complete, on a thread of the
+client's, fetched straight from the workers where the client reaches them all
+(``DIRECT_FETCH``), else through the scheduler; at most ``2 x threads + 2``
+tasks are in flight, and as many fetched results wait, so memory stays bounded
+on both sides; :func:`iter_distributed` yields them as they come, or in plan
+order.
 """
 
 from __future__ import annotations
@@ -256,14 +257,45 @@ def plan_distributed(job: Job, client, backend=None, max_memory: int = 4 << 30,
 
 
 #: Results fetched straight from the workers that hold them (Dask's
-#: ``direct``), unless the client was made with ``direct_to_workers=False``.
+#: ``direct``), unless the client was made with ``direct_to_workers=False`` or
+#: a worker does not answer it (:func:`workers_reachable`).
 #: Through the scheduler each result crosses two connections: a LocalCluster's
 #: client took score-only batches of 1 M pairs in ~100 ms that way against ~32
 #: ms direct (two AMD cores). Dask fetches through the scheduler any key that a
 #: worker cannot serve directly.
 DIRECT_FETCH = True
+#: How long the client waits for each worker's answer before a run fetches
+#: directly (s): one that does not answer in time sends the run's results
+#: through the scheduler (a client behind a tunnel to the scheduler alone).
+#: Dask's own fallback would wait its connect timeout (30 s) on every result.
+PROBE_TIMEOUT_S = 3.0
 #: How long closing waits for the fetching thread (s); it is a daemon thread.
 _FETCHER_JOIN_S = 30.0
+
+
+def workers_reachable(client, addresses=None, timeout: float = PROBE_TIMEOUT_S) -> bool:
+    """Whether this client can connect to every worker of its cluster (or to
+    ``addresses``) directly, each within ``timeout`` seconds: a Dask handshake
+    with each, in parallel, with the client's security settings."""
+    import asyncio
+
+    from distributed.comm import connect
+
+    if addresses is None:
+        addresses = list(client.scheduler_info().get("workers", {}))
+
+    async def answers(address) -> bool:
+        try:
+            comm = await connect(address, timeout=timeout, **client.connection_args)
+        except (OSError, asyncio.TimeoutError, TimeoutError):
+            return False
+        await comm.close()
+        return True
+
+    async def every() -> bool:
+        return all(await asyncio.gather(*(answers(a) for a in addresses)))
+
+    return client.sync(every)
 
 
 class _Fetcher:
@@ -373,7 +405,7 @@ def iter_distributed(job: Job, client, *, backend=None, max_memory: int = 4 << 3
                              pure=False, retries=1)
 
     asked = getattr(client, "direct_to_workers", None)
-    direct = DIRECT_FETCH if asked is None else asked
+    direct = (DIRECT_FETCH and workers_reachable(client)) if asked is None else asked
     done = cells_done = 0
     pending: dict[int, list[PairBatch]] = {}
     have = [0] * len(parents)
