@@ -261,13 +261,13 @@ def plan_distributed(job: Job, client, backend=None, max_memory: int = 4 << 30,
 #: a worker does not answer it (:func:`workers_reachable`).
 #: Through the scheduler each result crosses two connections: a LocalCluster's
 #: client took score-only batches of 1 M pairs in ~100 ms that way against ~32
-#: ms direct (two AMD cores). Dask fetches through the scheduler any key that a
-#: worker cannot serve directly.
+#: ms direct (two AMD cores).
 DIRECT_FETCH = True
 #: How long the client waits for each worker's answer before a run fetches
 #: directly (s): one that does not answer in time sends the run's results
 #: through the scheduler (a client behind a tunnel to the scheduler alone).
-#: Dask's own fallback would wait its connect timeout (30 s) on every result.
+#: Dask's own fallback tries the worker again on every result, each time up
+#: to its connect timeout (30 s by default).
 PROBE_TIMEOUT_S = 3.0
 #: How long closing waits for the fetching thread (s); it is a daemon thread.
 _FETCHER_JOIN_S = 30.0
