@@ -298,6 +298,14 @@ def workers_reachable(client, addresses=None, timeout: float = PROBE_TIMEOUT_S) 
     return client.sync(every)
 
 
+def _fetches_directly(client) -> bool:
+    """Whether a run fetches its results from the workers (``DIRECT_FETCH``):
+    as the client was made to (``direct_to_workers``), else where it reaches
+    every worker."""
+    asked = getattr(client, "direct_to_workers", None)
+    return (DIRECT_FETCH and workers_reachable(client)) if asked is None else asked
+
+
 class _Fetcher:
     """A job's window tasks submitted, at most ``limit`` in flight, and their
     results fetched as they complete, on a thread of its own: the client takes
@@ -404,13 +412,12 @@ def iter_distributed(job: Job, client, *, backend=None, max_memory: int = 4 << 3
                              key=f"pairalign-window-{token}-{i}", priority=len(items) - i,
                              pure=False, retries=1)
 
-    asked = getattr(client, "direct_to_workers", None)
-    direct = (DIRECT_FETCH and workers_reachable(client)) if asked is None else asked
     done = cells_done = 0
     pending: dict[int, list[PairBatch]] = {}
     have = [0] * len(parents)
     next_parent = 0
-    fetcher = _Fetcher(client, submit, len(items), limit, direct) if items else None
+    fetcher = (_Fetcher(client, submit, len(items), limit, _fetches_directly(client))
+               if items else None)
     try:
         while fetcher is not None:
             t = time.perf_counter()
