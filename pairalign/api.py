@@ -209,9 +209,10 @@ def iter_all(
     itself (a distance matrix). ``keep``, a function of a window's pairs (a
     :class:`~pairalign.pairs.PairBatch`) giving a boolean mask, filters each
     window as it finishes: only the pairs it keeps come, and only they are
-    held or spilled (e.g. ``lambda b: b.score >= 50``). Other parameters are
-    those of :func:`align_all`; ``timings``, a dict, is filled with the run's
-    predicted and measured times (see
+    held or spilled (e.g. ``lambda b: b.score >= 50``); with a Dask
+    ``client`` it runs on the workers, and only the kept pairs cross the
+    network. Other parameters are those of :func:`align_all`; ``timings``, a
+    dict, is filled with the run's predicted and measured times (see
     :func:`pairalign.engine.format_run_report`).
 
     Examples
@@ -285,9 +286,7 @@ def _iter(rows: SequenceRecords, cols: SequenceRecords | None, mode: str, scorin
     if ordered:
         batches = in_input_order(job, be, keep=keep, **run)
     else:
-        batches = iter_windows(job, be, **run)
-        if keep is not None:
-            batches = (batch.kept(keep) for batch in batches)
+        batches = iter_windows(job, be, keep=keep, **run)
     for batch in batches:
         yield result(batch)
 

@@ -1211,7 +1211,8 @@ def iter_windows(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
                  width: int | None = None, ordered: bool = False,
                  progress: Progress | None = None, timings: dict | None = None,
                  client=None, buffer: int | None = None,
-                 fallback="auto", device_ops: bool = False) -> Iterator[PairBatch]:
+                 fallback="auto", device_ops: bool = False,
+                 keep: Callable[[PairBatch], np.ndarray] | None = None) -> Iterator[PairBatch]:
     """Stream the results of ``job``, one :class:`PairBatch` per window, as they finish.
 
     The streaming form of :func:`run_job`, for writers that must not hold
@@ -1266,6 +1267,13 @@ def iter_windows(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
         :func:`~pairalign.pairs.on_host`. Where a worker retires, the
         windows whose operations its device lost come again (their pairs
         twice over the run: a placement keeps the later batch's).
+    keep : callable, optional
+        A batch -> boolean mask (:meth:`~pairalign.pairs.PairBatch.kept`):
+        only the pairs it keeps come, each window's filtered as it finishes,
+        on the Dask worker that ran it for a cluster's run (so only they
+        cross the network; ``keep`` must pickle). Batches keep their
+        operations on the host (``device_ops`` is ignored); ``progress``
+        counts the pairs aligned, kept or not.
 
     Yields
     ------
@@ -1276,7 +1284,15 @@ def iter_windows(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
 
         yield from iter_distributed(job, client, backend=backend, max_memory=max_memory,
                                     width=width, ordered=ordered, progress=progress,
-                                    timings=timings)
+                                    timings=timings, keep=keep)
+        return
+    if keep is not None:
+        with contextlib.closing(iter_windows(job, backend, max_memory=max_memory, width=width,
+                                             ordered=ordered, progress=progress,
+                                             timings=timings, buffer=buffer,
+                                             fallback=fallback)) as batches:
+            for batch in batches:
+                yield batch.kept(keep)
         return
     clock = time.perf_counter()
     workers = reserve_slots(job, backend)

@@ -59,8 +59,9 @@ def in_input_order(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
         Where the temporary folder goes (the system's temporary folder by default).
     keep : callable, optional
         A batch -> boolean mask: only the pairs it keeps come, each window's
-        filtered as it finishes, before the ordering, so that only those are
-        held or spilled.
+        filtered as it finishes (on the Dask worker that ran it, for a
+        cluster's run), before the ordering, so that only those are held or
+        spilled.
     """
     bucket_bytes = bucket_bytes or max(max_memory // 4, 1)
     # while the results fit, each window's pairs also go into place as it
@@ -72,9 +73,7 @@ def in_input_order(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
     place = placement(job, workers) if fits and keep is None else None
     windows = iter_windows(job, backend, max_memory=max_memory, width=width,
                            progress=progress, client=client, timings=timings,
-                           device_ops=place is not None)
-    if keep is not None:
-        windows = (batch.kept(keep) for batch in windows)
+                           device_ops=place is not None, keep=keep)
     held: list[PairBatch] = []
     size = 0
     for batch in windows:

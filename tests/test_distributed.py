@@ -12,6 +12,7 @@ import pytest
 distributed = pytest.importorskip("dask.distributed")
 
 from pairalign.engine import iter_windows, run_job  # noqa: E402
+from pairalign.errors import OptionError  # noqa: E402
 from pairalign.job import Job, SortedSet  # noqa: E402
 from pairalign.pairs import PairBatch  # noqa: E402
 from pairalign.kernels.cpu_backend import CPUBackend  # noqa: E402
@@ -83,8 +84,16 @@ def test_cluster_alignments_without_cigars(cluster):
     assert (got.length > 0).all()
 
 
+def on_a_worker(cut):
+    """A ``keep`` that fails anywhere but on a Dask worker."""
+    def keep(batch):
+        distributed.get_worker()  # ValueError off a worker
+        return batch.score > cut
+    return keep
+
+
 def test_cluster_kept_pairs_in_input_order(cluster):
-    """Pairs filtered as each window comes back from the cluster (``keep``):
+    """Pairs filtered on the workers as each window finishes (``keep``):
     the local run's kept pairs, in input order."""
     from pairalign.streaming import in_input_order
 
@@ -92,8 +101,36 @@ def test_cluster_kept_pairs_in_input_order(cluster):
     ref = run_job(job, CPU, width=16)
     cut = int(np.median(ref.score))
     got = PairBatch.concat(list(in_input_order(job, CPU, width=16, client=cluster,
-                                               keep=lambda b: b.score > cut)))
+                                               keep=on_a_worker(cut))))
     same(got, ref.take(ref.score > cut))
+
+
+@pytest.mark.parametrize("ordered", [False, True])
+def test_cluster_filters_on_the_workers(cluster, ordered):
+    """Only kept pairs come back, each window's filtered on its worker; the
+    progress counts every pair aligned, and a plan-ordered stream still
+    comes a planned window at a time."""
+    job = job_of(60, None, "global", True)
+    ref = run_job(job, CPU, width=16)
+    cut = int(np.quantile(ref.score, 0.8))
+    calls = []
+    batches = list(iter_windows(job, CPU, width=16, client=cluster, ordered=ordered,
+                                keep=on_a_worker(cut),
+                                progress=lambda d, t: calls.append((d, t))))
+    got = PairBatch.concat(batches)
+    same(got.take(np.lexsort((got.target, got.query))), ref.take(ref.score > cut))
+    assert calls[-1] == (len(ref), len(ref))
+    if ordered:
+        planned = list(iter_windows(job, CPU, width=16, ordered=True))
+        assert len(batches) == len(planned)
+        for b, p in zip(batches, planned):
+            same(b, p.take(p.score > cut))
+
+
+def test_a_failing_keep_raises_on_the_client(cluster):
+    job = job_of(30)
+    with pytest.raises(OptionError, match="boolean mask"):
+        list(iter_windows(job, CPU, width=16, client=cluster, keep=lambda b: b.score))
 
 
 def test_cluster_ordered_stream_and_progress(cluster):

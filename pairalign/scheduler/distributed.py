@@ -23,7 +23,8 @@ client's, fetched straight from the workers where the client reaches them all
 (``DIRECT_FETCH``), else through the scheduler; at most ``2 x threads + 2``
 tasks are in flight, and as many fetched results wait, so memory stays bounded
 on both sides; :func:`iter_distributed` yields them as they come, or in plan
-order.
+order. A run's ``keep`` filter runs on the workers, so that only the pairs it
+keeps cross the network.
 """
 
 from __future__ import annotations
@@ -174,10 +175,11 @@ def _run_window(job, entry, w, max_memory, depth=0) -> list[PairBatch]:
         raise
 
 
-def run_window_task(job: Job, token: str, w, kind: str = "auto",
-                    max_memory: int = 4 << 30) -> tuple[PairBatch, float, str, dict | None]:
-    """One window on this Dask worker: the batch (input indices), seconds, worker
-    label, and the worker backend's timings so far (``None`` if it keeps none)."""
+def run_window_task(job: Job, token: str, w, kind: str = "auto", max_memory: int = 4 << 30,
+                    keep=None) -> tuple[PairBatch, float, str, dict | None]:
+    """One window on this Dask worker: the batch (input indices; only the pairs
+    that ``keep`` keeps, where given), seconds, worker label, and the worker
+    backend's timings so far (``None`` if it keeps none)."""
     entry = _worker_entry(job, token, kind, max_memory)
     with entry["lock"]:  # one window at a time per worker: the backend is not re-entrant
         bind_thread(entry["backend"])
@@ -189,6 +191,8 @@ def run_window_task(job: Job, token: str, w, kind: str = "auto",
     batch = PairBatch.concat(batches)
     if len(batch) != w.pairs:
         raise RuntimeError(f"worker returned {len(batch)} pairs for a window of {w.pairs}")
+    if keep is not None:
+        batch = batch.kept(keep)
     return batch, seconds, entry["label"], bt
 
 
@@ -348,8 +352,10 @@ class _Fetcher:
                     if self._closed:
                         return
                     i = self._running.pop(fut)
-                result = self._client.gather(fut, direct=self._direct)
-                fut.release()
+                try:
+                    result = self._client.gather(fut, direct=self._direct)
+                finally:  # an error's traceback holds this frame: not the task
+                    fut.release()
                 with self._lock:
                     if self._closed:
                         return
@@ -389,11 +395,13 @@ class _Fetcher:
 def iter_distributed(job: Job, client, *, backend=None, max_memory: int = 4 << 30,
                      width: int | None = None, ordered: bool = False, progress=None,
                      timings: dict | None = None, max_inflight: int | None = None,
-                     kind: str = "auto") -> Iterator[PairBatch]:
+                     kind: str = "auto", keep=None) -> Iterator[PairBatch]:
     """Stream a job's results from a Dask cluster (see :func:`pairalign.engine.iter_windows`).
 
     ``kind``: ``"auto"`` (GPU where the worker has one, else CPU), ``"cpu"`` or
     ``"gpu"``. The local ``backend``, if given, only sizes the windows.
+    ``keep`` (a batch -> boolean mask) filters each window's pairs on the
+    worker that ran it: only the kept pairs cross to the client.
     """
     from ..engine import _call_progress, _sorted_by_rank
 
@@ -409,7 +417,7 @@ def iter_distributed(job: Job, client, *, backend=None, max_memory: int = 4 << 3
 
     def submit(i: int):
         return client.submit(run_window_task, job_future, token, items[i][2], kind, max_memory,
-                             key=f"pairalign-window-{token}-{i}", priority=len(items) - i,
+                             keep, key=f"pairalign-window-{token}-{i}", priority=len(items) - i,
                              pure=False, retries=1)
 
     done = cells_done = 0
@@ -438,14 +446,14 @@ def iter_distributed(job: Job, client, *, backend=None, max_memory: int = 4 << 3
             st["wait_s"] += wait  # the client's wait for this result (compute and transfer)
             if bt is not None:
                 st["backend_timings"] = bt
-            done += len(batch)
+            done += win.pairs
             cells_done += win.cells
             _call_progress(progress, done, total, cells_done, cells_total)
             if not ordered:
                 yield batch
                 continue
             pending.setdefault(p, []).append(batch)
-            have[p] += len(batch)
+            have[p] += win.pairs
             while next_parent < len(parents) and have[next_parent] == parents[next_parent].pairs:
                 merged = PairBatch.concat(pending.pop(next_parent))
                 next_parent += 1
