@@ -3,6 +3,7 @@
     python benchmarks/scaling.py --cells 1e13            # score only, local
     python benchmarks/scaling.py --cells 2e12 --traceback
     python benchmarks/scaling.py --cells 1e13 --dask     # also through a LocalCluster
+    python benchmarks/scaling.py --cells 1e13 --traceback --dask --keep-score 60  # a filter
     python benchmarks/scaling.py --cells 1e14 --gpus 4 --consumer place --set pairs.TOUCH_THREADS=1
 
 Workload: proteins sampled (seed 1) from ``shared/data/proteome_HG003687.faa``
@@ -24,7 +25,9 @@ the consumer (``blocked``: meanwhile that worker launches nothing) or, through
 Dask, the client's wait for the next result (``wait``), attributed to the
 worker whose result it was. Each run also
 prints the consumer's own seconds (the checksum) and the cost model's predicted
-seconds. ``--buffer`` sets how many results may wait for the consumer;
+seconds. ``--keep-score N`` keeps only the pairs
+that score N or more, each window filtered where it ran (on the Dask workers
+for ``--dask``). ``--buffer`` sets how many results may wait for the consumer;
 ``--consumer place`` puts the batches in input order as ``run_job`` does
 (numba's parallel passes in the consumer's thread, beside the workers', on its
 share of the cores; staged as a row a pair where several GPUs run), instead of
@@ -82,12 +85,22 @@ def checksum(batch) -> tuple[int, int]:
     return int(s), int(x)
 
 
-def run(job, backend=None, client=None, buffer=None, consumer="checksum") -> dict:
+class ScoreAtLeast:
+    """A ``keep`` filter: the pairs of score ``min_score`` or more."""
+
+    def __init__(self, min_score: int):
+        self.min_score = min_score
+
+    def __call__(self, batch):
+        return batch.score >= self.min_score
+
+
+def run(job, backend=None, client=None, buffer=None, consumer="checksum", keep=None) -> dict:
     """One run of ``job``; ``consumer`` ``checksum`` (each batch hashed as it
     comes), ``place`` (each batch put in input order as ``run_job`` does,
     :func:`pairalign.engine.assemble`, and hashed after the clock stops) or
     ``place`` with suffixes that change its settings (see the module's
-    docstring)."""
+    docstring); ``keep`` filters each window (checksum only)."""
     from pairalign import engine
 
     timings: dict = {}
@@ -107,7 +120,7 @@ def run(job, backend=None, client=None, buffer=None, consumer="checksum") -> dic
             yield b
 
     batches = watched(engine.iter_windows(job, backend, timings=timings, client=client,
-                                          buffer=buffer,
+                                          buffer=buffer, keep=keep,
                                           device_ops=placing and client is None))
     if placing:
         spent: dict = {}
@@ -214,12 +227,18 @@ def main() -> int:
                          "-columns, -beside, -serial, -sorted (e.g. place-staged-all: see "
                          "above), "
                          "comma-separated: each runs every GPU count")
+    ap.add_argument("--keep-score", type=int, default=None,
+                    help="keep only pairs of this score or more (each window filtered where "
+                         "it ran: the Dask workers for --dask); checksum consumer only")
     ap.add_argument("--json", default=None, help="write the results to this file")
     ap.add_argument("--set", action="append", default=[],
                     help="ATTR=VALUE of gpu_backend (module.ATTR: of pairalign.module), for "
                          "every run of the process")
     args = ap.parse_args()
     set_all(args.set)
+    keep = None if args.keep_score is None else ScoreAtLeast(args.keep_score)
+    if keep is not None and args.consumer != "checksum":
+        ap.error("--keep-score takes the checksum consumer only")
 
     from pairalign.backends import gpu_count
 
@@ -278,7 +297,7 @@ def main() -> int:
             ws = [backends[d] for d in range(k)]
             for b in ws:
                 b.timings.clear()
-            r = run(job, ws, buffer=buffer, consumer=consumer)
+            r = run(job, ws, buffer=buffer, consumer=consumer, keep=keep)
             r["gpus"] = k
             r["buffer"] = buffer
             r["consumer_kind"] = consumer
@@ -287,6 +306,7 @@ def main() -> int:
                 _print_window_spans(job, ws)
             sched = r["timings"]["scheduler"]
             print(f"{k} GPU(s), {consumer}, buffer {buffer or 'default'}: {r['wall']:.2f} s, "
+                  f"{r['pairs']:,} pairs, "
                   f"{cells / r['wall'] / 1e9:.1f} GCUPS, {sched['windows']} windows "
                   f"({sched['planned_windows']} planned), {sched['failures']} failures, "
                   f"consumer {r['consumer']:.2f} s"
@@ -305,12 +325,12 @@ def main() -> int:
         for k in counts:
             with LocalCluster(n_workers=k, threads_per_worker=1, processes=True,
                               dashboard_address=None) as cl, Client(cl) as client:
-                run(warm, client=client)
-                r = run(job, client=client)
+                run(warm, client=client, keep=keep)
+                r = run(job, client=client, keep=keep)
             r["gpus"] = k
             r["dask"] = True
             results.append(r)
-            print(f"dask, {k} worker(s): {r['wall']:.2f} s", flush=True)
+            print(f"dask, {k} worker(s): {r['wall']:.2f} s, {r['pairs']:,} pairs", flush=True)
 
     # speedups over one GPU with the same consumer and queue (Dask's over the first)
     # (the first such run where a consumer repeats; none where one GPU did not run)
