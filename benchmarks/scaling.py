@@ -95,6 +95,15 @@ class ScoreAtLeast:
         return batch.score >= self.min_score
 
 
+def _numba_threads() -> tuple:
+    """This process's numba threads and threading layer (on a Dask worker)."""
+    try:
+        layer = numba.threading_layer()
+    except ValueError:  # no parallel function ran yet
+        layer = None
+    return numba.get_num_threads(), layer
+
+
 def run(job, backend=None, client=None, buffer=None, consumer="checksum", keep=None) -> dict:
     """One run of ``job``; ``consumer`` ``checksum`` (each batch hashed as it
     comes), ``place`` (each batch put in input order as ``run_job`` does,
@@ -218,6 +227,9 @@ def main() -> int:
                     help="GPU counts to run, e.g. 1,2,4 (default 1, 2, 4, ... up to all visible)")
     ap.add_argument("--dask", action="store_true",
                     help="also run through a dask LocalCluster of one worker per GPU")
+    ap.add_argument("--dask-threads", default="1",
+                    help="threads of each Dask worker, e.g. 1,2: each runs every GPU count "
+                         "(a second thread fits its window while the first's runs)")
     ap.add_argument("--buffer", default=None,
                     help="results queued for the consumer, e.g. 6,32: each value runs every "
                          "GPU count (default the engine's, 2 x GPUs + 2)")
@@ -230,6 +242,8 @@ def main() -> int:
     ap.add_argument("--keep-score", type=int, default=None,
                     help="keep only pairs of this score or more (each window filtered where "
                          "it ran: the Dask workers for --dask); checksum consumer only")
+    ap.add_argument("--timings", action="store_true",
+                    help="print each worker's backend timings (s) under its run")
     ap.add_argument("--json", default=None, help="write the results to this file")
     ap.add_argument("--set", action="append", default=[],
                     help="ATTR=VALUE of gpu_backend (module.ATTR: of pairalign.module), for "
@@ -322,15 +336,19 @@ def main() -> int:
     if args.dask:
         from dask.distributed import Client, LocalCluster
 
-        for k in counts:
-            with LocalCluster(n_workers=k, threads_per_worker=1, processes=True,
+        for k, nthreads in [(k, int(t)) for t in args.dask_threads.split(",") for k in counts]:
+            with LocalCluster(n_workers=k, threads_per_worker=nthreads, processes=True,
                               dashboard_address=None) as cl, Client(cl) as client:
                 run(warm, client=client, keep=keep)
                 r = run(job, client=client, keep=keep)
+                if args.timings:
+                    print("dask workers' numba threads and layer:",
+                          client.run(_numba_threads), flush=True)
             r["gpus"] = k
-            r["dask"] = True
+            r["dask"] = nthreads
             results.append(r)
-            print(f"dask, {k} worker(s): {r['wall']:.2f} s, {r['pairs']:,} pairs", flush=True)
+            print(f"dask, {k} worker(s) of {nthreads} thread(s): {r['wall']:.2f} s, "
+                  f"{r['pairs']:,} pairs", flush=True)
 
     # speedups over one GPU with the same consumer and queue (Dask's over the first)
     # (the first such run where a consumer repeats; none where one GPU did not run)
@@ -344,6 +362,7 @@ def main() -> int:
           f"per GPU: windows [first-last result, s] / busy / GPU busy / blocked (local) or "
           f"wait (dask)")
     sums = set()
+    counts = set()  # pairs of each run (kept, where --keep-score filters)
     for r in results:
         per = []
         for w in r["timings"]["scheduler"]["workers"]:
@@ -359,7 +378,7 @@ def main() -> int:
         one = bases.get((r.get("consumer_kind"), r.get("buffer")), base)
         speed = one / r["wall"] if one else float("nan")
         kind = r.get("consumer_kind", "checksum")
-        run_name = ("dask" if r.get("dask") else
+        run_name = (f"dask{r['dask']}t" if r.get("dask") else
                     ("local" if kind == "checksum" else kind)
                     + ("" if not r.get("buffer") else str(r["buffer"])))
         print(f"{run_name:8} {r['gpus']:>4} {r['wall']:8.2f} "
@@ -371,15 +390,22 @@ def main() -> int:
                 w["label"] + " " + ", ".join(f"{c:.2g}/{sec * 1e3:.0f}ms"
                                              for _, c, sec in w.get("measured", [])[-4:])
                 for w in r["timings"]["scheduler"]["workers"]))
+        if args.timings:
+            for w in r["timings"]["scheduler"]["workers"]:
+                bt = w.get("backend_timings") or {}
+                print(f"         {w['label']}: " + ", ".join(
+                    f"{k} {v:.3g}" for k, v in sorted(bt.items())
+                    if isinstance(v, (int, float)) and not k.endswith("cells")))
         sums.add(r["checksum"])
-        if r["pairs"] != pairs:
+        counts.add(r["pairs"])
+        if keep is None and r["pairs"] != pairs:
             print(f"ERROR: {r['pairs']} pairs, {pairs} expected")
             return 1
-    same = len(sums) == 1
+    same = len(sums) == 1 and len(counts) == 1
     print(f"checksums {'identical' if same else 'DIFFER'} over every run "
           f"({next(iter(sums)) if same else sums})")
     if args.json:
-        keep = [{"gpus": r["gpus"], "dask": bool(r.get("dask")), "buffer": r.get("buffer"),
+        runs = [{"gpus": r["gpus"], "dask": bool(r.get("dask")), "buffer": r.get("buffer"),
                  "consumer_kind": r.get("consumer_kind", "checksum"),
                  "wall": r["wall"], "consumer": r["consumer"],
                  "predicted": r["timings"].get("predicted"), "checksum": r["checksum"],
@@ -391,7 +417,7 @@ def main() -> int:
         key = cost.model_key(backends[0], job)
         Path(args.json).write_text(json.dumps({"cells": cells, "pairs": pairs,
                                                "traceback": args.traceback,
-                                               "mode": args.mode, "runs": keep,
+                                               "mode": args.mode, "runs": runs,
                                                "cost_key": key,
                                                "cost_samples": cost.samples(key)}, indent=1))
     return 0 if same else 1

@@ -127,6 +127,21 @@ def test_cluster_filters_on_the_workers(cluster, ordered):
             same(b, p.take(p.score > cut))
 
 
+@pytest.mark.filterwarnings("ignore:Port .* is already in use")
+def test_a_worker_of_two_threads(cluster):
+    """One worker of two threads: windows fitted beside one that runs, run one
+    at a time on the worker's backend; the local run's pairs."""
+    job = job_of(50, None, "local", True)
+    ref = run_job(job, CPU, width=16)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                  dashboard_address=None, protocol="tcp://",
+                                  host="127.0.0.1") as cl, distributed.Client(cl) as client:
+        timings = {}
+        same(run_job(job, CPU, width=16, client=client, timings=timings), ref)
+    (worker,) = timings["scheduler"]["workers"]
+    assert worker["windows"] >= 4 and worker["pairs"] == len(ref)
+
+
 def test_a_failing_keep_raises_on_the_client(cluster):
     job = job_of(30)
     with pytest.raises(OptionError, match="boolean mask"):

@@ -110,7 +110,8 @@ def _worker_entry(job: Job, token: str, kind: str, max_memory: int) -> dict:
         entry = _CACHE.get(key)
         if entry is None:
             entry = {"lock": threading.Lock(), "backend": None, "state": None,
-                     "cpu": None, "cpu_state": None, "label": None}
+                     "cpu": None, "cpu_state": None, "label": None,
+                     "spent": {"fit_window": 0.0, "in_input": 0.0, "keep": 0.0}}  # s
             _CACHE[key] = entry
     with entry["lock"]:
         if entry["backend"] is None:
@@ -137,27 +138,42 @@ def _cpu_of(entry: dict, job: Job, max_memory: int):
     return entry["cpu"], entry["cpu_state"]
 
 
-def _run_on(job: Job, backend, state, windows) -> list[PairBatch]:
-    """Batches of ``windows`` on ``backend``, in input indices."""
+def _run_on(job: Job, backend, state, windows, spent: dict | None = None) -> list[PairBatch]:
+    """Batches of ``windows`` on ``backend``, in input indices; the seconds
+    that took added to ``spent["in_input"]``."""
     from ..engine import in_input
 
     runner = getattr(backend, "run_windows", None)
     batches = (runner(job, state, windows) if runner is not None
                else (backend.run_window(job, state, w) for w in windows))
-    return [in_input(job, backend, b) for b in batches]
+    out = []
+    for b in batches:
+        t = time.perf_counter()
+        out.append(in_input(job, backend, b))
+        if spent is not None:
+            spent["in_input"] += time.perf_counter() - t
+    return out
 
 
-def _run_window(job, entry, w, max_memory, depth=0) -> list[PairBatch]:
-    """A window on the worker's backend: fitted to its memory, split on errors."""
+def _fit(job: Job, entry: dict, w) -> list:
+    """``w`` fitted to the worker's device (:func:`pairalign.engine.fit_window`)."""
     from ..engine import fit_window
 
+    t = time.perf_counter()
+    parts = fit_window(job, entry["backend"], w)
+    entry["spent"]["fit_window"] += time.perf_counter() - t
+    return parts
+
+
+def _run_window(job, entry, w, max_memory, depth=0, parts=None) -> list[PairBatch]:
+    """A window on the worker's backend: fitted to its memory (unless
+    ``parts`` holds its fit), split on errors."""
     backend, state = entry["backend"], entry["state"]
     try:
-        t = time.perf_counter()
-        parts = fit_window(job, backend, w)
-        entry["fit_s"] = entry.get("fit_s", 0.0) + time.perf_counter() - t
+        if parts is None:
+            parts = _fit(job, entry, w)
         fits = [x for x, ok in parts if ok]
-        out = _run_on(job, backend, state, fits)
+        out = _run_on(job, backend, state, fits, entry["spent"])
         too_large = [x for x, ok in parts if not ok]
         if too_large:
             cpu, cpu_state = _cpu_of(entry, job, max_memory)
@@ -176,24 +192,37 @@ def _run_window(job, entry, w, max_memory, depth=0) -> list[PairBatch]:
 
 
 def run_window_task(job: Job, token: str, w, kind: str = "auto", max_memory: int = 4 << 30,
-                    keep=None) -> tuple[PairBatch, float, str, dict | None]:
-    """One window on this Dask worker: the batch (input indices; only the pairs
-    that ``keep`` keeps, where given), seconds, worker label, and the worker
-    backend's timings so far (``None`` if it keeps none)."""
+                    keep=None) -> tuple[list[PairBatch], float, str, dict | None]:
+    """One window on this Dask worker: its batches (input indices, a part of
+    the window each, not copied into one; only the pairs that ``keep``
+    keeps, where given), seconds, worker label, and the worker backend's
+    timings so far (``None`` if it keeps none).
+
+    The window is fitted to the device before the worker's lock, so that
+    where the worker has several threads it is planned while another's
+    window runs."""
     entry = _worker_entry(job, token, kind, max_memory)
+    bind_thread(entry["backend"])
+    try:
+        parts = _fit(job, entry, w)
+    except Exception:  # fitted again, and its errors handled, with the window
+        parts = None
     with entry["lock"]:  # one window at a time per worker: the backend is not re-entrant
         bind_thread(entry["backend"])
         t0 = time.perf_counter()
-        batches = _run_window(job, entry, w, max_memory)
+        batches = _run_window(job, entry, w, max_memory, parts=parts)
         seconds = time.perf_counter() - t0
-        bt = getattr(entry["backend"], "timings", None)
-        bt = dict(bt, fit_window=entry.get("fit_s", 0.0)) if isinstance(bt, dict) else None
-    batch = PairBatch.concat(batches)
-    if len(batch) != w.pairs:
-        raise RuntimeError(f"worker returned {len(batch)} pairs for a window of {w.pairs}")
+    got = sum(len(b) for b in batches)
+    if got != w.pairs:
+        raise RuntimeError(f"worker returned {got} pairs for a window of {w.pairs}")
+    t = time.perf_counter()
     if keep is not None:
-        batch = batch.kept(keep)
-    return batch, seconds, entry["label"], bt
+        batches = [b.kept(keep) for b in batches]
+    spent = entry["spent"]
+    spent["keep"] += time.perf_counter() - t
+    bt = getattr(entry["backend"], "timings", None)
+    bt = dict(bt, **spent) if isinstance(bt, dict) else None
+    return [b for b in batches if len(b)], seconds, entry["label"], bt
 
 
 def forget(token: str) -> int:
@@ -433,7 +462,7 @@ def iter_distributed(job: Job, client, *, backend=None, max_memory: int = 4 << 3
             wait = time.perf_counter() - t
             if got is None:
                 break
-            idx, (batch, seconds, label, bt) = got
+            idx, (batches, seconds, label, bt) = got
             p, _, win = items[idx]
             st = stats.setdefault(label, {"label": label, "description": label, "windows": 0,
                                           "pairs": 0, "cells": 0, "busy_s": 0.0,
@@ -450,9 +479,9 @@ def iter_distributed(job: Job, client, *, backend=None, max_memory: int = 4 << 3
             cells_done += win.cells
             _call_progress(progress, done, total, cells_done, cells_total)
             if not ordered:
-                yield batch
+                yield from batches
                 continue
-            pending.setdefault(p, []).append(batch)
+            pending.setdefault(p, []).extend(batches)
             have[p] += win.pairs
             while next_parent < len(parents) and have[next_parent] == parents[next_parent].pairs:
                 merged = PairBatch.concat(pending.pop(next_parent))
