@@ -127,6 +127,55 @@ def test_cluster_filters_on_the_workers(cluster, ordered):
             same(b, p.take(p.score > cut))
 
 
+@pytest.mark.parametrize("threads", [1, 2, 16])
+def test_task_groups_cover_the_windows_in_order(threads):
+    from pairalign.scheduler.distributed import TASKS_PER_THREAD, WINDOWS_PER_TASK, task_groups
+
+    for n in (0, 1, 7, 16, 100, 1000):
+        tasks = task_groups(n, threads)
+        assert [k for t in tasks for k in t] == list(range(n))
+        assert all(1 <= len(t) <= WINDOWS_PER_TASK for t in tasks)
+        if n >= TASKS_PER_THREAD * threads:
+            assert len(tasks) >= TASKS_PER_THREAD * threads
+        if n >= WINDOWS_PER_TASK * TASKS_PER_THREAD * threads:
+            assert len(tasks[0]) == WINDOWS_PER_TASK
+
+
+@pytest.mark.parametrize("ordered", [False, True])
+def test_tasks_of_several_windows(cluster, monkeypatch, ordered):
+    """Windows grouped into tasks: the same pairs, each planned window whole
+    in a plan-ordered stream; a task whose windows fail together runs them
+    again one by one."""
+    from pairalign.scheduler import distributed as dist
+
+    monkeypatch.setattr(dist, "TASKS_PER_THREAD", 1)
+    run_on = dist._run_on
+    together = []
+
+    def fails_together(job, backend, state, windows, spent=None):
+        if len(windows) > 1:
+            together.append(len(windows))
+            raise RuntimeError("several windows failed on purpose")
+        return run_on(job, backend, state, windows, spent)
+
+    job = job_of(60, None, "local", True)
+    ref = run_job(job, CPU, width=16)
+    local = list(iter_windows(job, CPU, width=16, ordered=True))
+    monkeypatch.setattr(dist, "_run_on", fails_together)
+    timings = {}
+    got = list(iter_windows(job, CPU, width=16, client=cluster, ordered=ordered,
+                            timings=timings))
+    assert together  # some tasks held several windows
+    assert timings["scheduler"]["windows"] >= len(local)
+    if ordered:
+        assert len(got) == len(local)
+        for a, b in zip(got, local):
+            same(a, b)
+    else:
+        got = PairBatch.concat(got)
+        same(got.take(np.lexsort((got.target, got.query))), ref)
+
+
 @pytest.mark.filterwarnings("ignore:Port .* is already in use")
 def test_a_worker_of_two_threads(cluster):
     """One worker of two threads: windows fitted beside one that runs, run one
@@ -249,7 +298,7 @@ def test_a_failing_window_raises_on_the_client(cluster, monkeypatch):
     def fail(*args, **kwargs):
         raise ValueError("window failed on purpose")
 
-    monkeypatch.setattr(dist, "_run_window", fail)  # the workers run in this process
+    monkeypatch.setattr(dist, "_run_on", fail)  # the workers run in this process
     with pytest.raises(ValueError, match="on purpose"):
         run_job(job_of(40), CPU, width=16, client=cluster)
     assert _fetchers() == []

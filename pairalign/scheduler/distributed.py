@@ -191,38 +191,69 @@ def _run_window(job, entry, w, max_memory, depth=0, parts=None) -> list[PairBatc
         raise
 
 
-def run_window_task(job: Job, token: str, w, kind: str = "auto", max_memory: int = 4 << 30,
-                    keep=None) -> tuple[list[PairBatch], float, str, dict | None]:
-    """One window on this Dask worker: its batches (input indices, a part of
+def _run_together(job: Job, entry: dict, windows: list, fitted: list,
+                  max_memory: int) -> list[list[PairBatch]]:
+    """Each of ``windows``' batches, their fitted parts (``fitted``) in flight
+    together on the worker's backend; after an error, each window again on
+    its own (:func:`_run_window`: split, then the CPU)."""
+    backend, state = entry["backend"], entry["state"]
+    if any(parts is None for parts in fitted):
+        return [_run_window(job, entry, w, max_memory) for w in windows]
+    try:
+        fits = [x for parts in fitted for x, ok in parts if ok]
+        done = iter(_run_on(job, backend, state, fits, entry["spent"]))
+        out = []
+        for parts in fitted:
+            got = [next(done) for _, ok in parts if ok]
+            too_large = [x for x, ok in parts if not ok]
+            if too_large:
+                cpu, cpu_state = _cpu_of(entry, job, max_memory)
+                got += _run_on(job, cpu, cpu_state, too_large)
+            out.append(got)
+        return out
+    except Exception:
+        recover(backend)
+        return [_run_window(job, entry, w, max_memory) for w in windows]
+
+
+def run_window_task(job: Job, token: str, windows: list, kind: str = "auto",
+                    max_memory: int = 4 << 30,
+                    keep=None) -> tuple[list[list[PairBatch]], float, str, dict | None]:
+    """Windows on this Dask worker: each one's batches (input indices, a part of
     the window each, not copied into one; only the pairs that ``keep``
     keeps, where given), seconds, worker label, and the worker backend's
     timings so far (``None`` if it keeps none).
 
-    The window is fitted to the device before the worker's lock, so that
-    where the worker has several threads it is planned while another's
-    window runs."""
+    The windows run in flight together (the device's tail of one overlaps the
+    next); they are fitted to the device before the worker's lock, so that
+    where the worker has several threads they are planned while another's
+    windows run."""
     entry = _worker_entry(job, token, kind, max_memory)
     bind_thread(entry["backend"])
-    try:
-        parts = _fit(job, entry, w)
-    except Exception:  # fitted again, and its errors handled, with the window
-        parts = None
-    with entry["lock"]:  # one window at a time per worker: the backend is not re-entrant
+    fitted = []
+    for w in windows:
+        try:
+            fitted.append(_fit(job, entry, w))
+        except Exception:  # fitted again, and its errors handled, with the window
+            fitted.append(None)
+    with entry["lock"]:  # one task at a time per worker: the backend is not re-entrant
         bind_thread(entry["backend"])
         t0 = time.perf_counter()
-        batches = _run_window(job, entry, w, max_memory, parts=parts)
+        per_window = _run_together(job, entry, windows, fitted, max_memory)
         seconds = time.perf_counter() - t0
-    got = sum(len(b) for b in batches)
-    if got != w.pairs:
-        raise RuntimeError(f"worker returned {got} pairs for a window of {w.pairs}")
+    for w, batches in zip(windows, per_window):
+        got = sum(len(b) for b in batches)
+        if got != w.pairs:
+            raise RuntimeError(f"worker returned {got} pairs for a window of {w.pairs}")
     t = time.perf_counter()
     if keep is not None:
-        batches = [b.kept(keep) for b in batches]
+        per_window = [[b.kept(keep) for b in batches] for batches in per_window]
     spent = entry["spent"]
     spent["keep"] += time.perf_counter() - t
     bt = getattr(entry["backend"], "timings", None)
     bt = dict(bt, **spent) if isinstance(bt, dict) else None
-    return [b for b in batches if len(b)], seconds, entry["label"], bt
+    return ([[b for b in batches if len(b)] for batches in per_window], seconds,
+            entry["label"], bt)
 
 
 def forget(token: str) -> int:
@@ -421,6 +452,24 @@ class _Fetcher:
         self._thread.join(_FETCHER_JOIN_S)
 
 
+#: Windows a task holds at most: a worker's device runs a task's windows in
+#: flight together, and waits between tasks (the next task's hand-off and fit;
+#: one H200 at 1e13 cells with traceback ran 54% busy at one window a task).
+WINDOWS_PER_TASK = 4
+#: Tasks each worker thread gets at least where the windows allow, so that the
+#: cluster's last tasks still balance; below, fewer windows a task.
+TASKS_PER_THREAD = 8
+
+
+def task_groups(windows: int, threads: int) -> list[range]:
+    """The tasks of a run of ``windows`` planned windows (in plan order) on
+    ``threads`` worker threads: consecutive windows, up to
+    :data:`WINDOWS_PER_TASK` a task, at least :data:`TASKS_PER_THREAD` tasks
+    a thread where there are windows for them."""
+    per = max(1, min(WINDOWS_PER_TASK, windows // (TASKS_PER_THREAD * max(threads, 1))))
+    return [range(i, min(i + per, windows)) for i in range(0, windows, per)]
+
+
 def iter_distributed(job: Job, client, *, backend=None, max_memory: int = 4 << 30,
                      width: int | None = None, ordered: bool = False, progress=None,
                      timings: dict | None = None, max_inflight: int | None = None,
@@ -437,6 +486,7 @@ def iter_distributed(job: Job, client, *, backend=None, max_memory: int = 4 << 3
     started = time.perf_counter()
     w, parents, pieces, threads = plan_distributed(job, client, backend, max_memory, width)
     items = [(p, k, win) for p, ws in enumerate(pieces) for k, win in enumerate(ws)]
+    tasks = task_groups(len(items), threads)
     total = sum(x.pairs for x in parents)
     cells_total = sum(x.cells for x in parents)
     token = uuid.uuid4().hex
@@ -445,16 +495,17 @@ def iter_distributed(job: Job, client, *, backend=None, max_memory: int = 4 << 3
     stats: dict[str, dict] = {}
 
     def submit(i: int):
-        return client.submit(run_window_task, job_future, token, items[i][2], kind, max_memory,
-                             keep, key=f"pairalign-window-{token}-{i}", priority=len(items) - i,
+        windows = [items[k][2] for k in tasks[i]]
+        return client.submit(run_window_task, job_future, token, windows, kind, max_memory,
+                             keep, key=f"pairalign-window-{token}-{i}", priority=len(tasks) - i,
                              pure=False, retries=1)
 
     done = cells_done = 0
     pending: dict[int, list[PairBatch]] = {}
     have = [0] * len(parents)
     next_parent = 0
-    fetcher = (_Fetcher(client, submit, len(items), limit, _fetches_directly(client))
-               if items else None)
+    fetcher = (_Fetcher(client, submit, len(tasks), limit, _fetches_directly(client))
+               if tasks else None)
     try:
         while fetcher is not None:
             t = time.perf_counter()
@@ -462,27 +513,29 @@ def iter_distributed(job: Job, client, *, backend=None, max_memory: int = 4 << 3
             wait = time.perf_counter() - t
             if got is None:
                 break
-            idx, (batches, seconds, label, bt) = got
-            p, _, win = items[idx]
+            i, (per_window, seconds, label, bt) = got
+            wins = [items[k] for k in tasks[i]]
             st = stats.setdefault(label, {"label": label, "description": label, "windows": 0,
                                           "pairs": 0, "cells": 0, "busy_s": 0.0,
                                           "blocked_s": 0.0, "wait_s": 0.0, "failures": 0,
                                           "retired": False, "predicted_s": None})
-            st["windows"] += 1
-            st["pairs"] += win.pairs
-            st["cells"] += win.cells
+            st["windows"] += len(wins)
+            st["pairs"] += sum(win.pairs for _, _, win in wins)
+            st["cells"] += sum(win.cells for _, _, win in wins)
             st["busy_s"] += seconds
             st["wait_s"] += wait  # the client's wait for this result (compute and transfer)
             if bt is not None:
                 st["backend_timings"] = bt
-            done += win.pairs
-            cells_done += win.cells
+            done += sum(win.pairs for _, _, win in wins)
+            cells_done += sum(win.cells for _, _, win in wins)
             _call_progress(progress, done, total, cells_done, cells_total)
             if not ordered:
-                yield from batches
+                for batches in per_window:
+                    yield from batches
                 continue
-            pending.setdefault(p, []).extend(batches)
-            have[p] += win.pairs
+            for (p, _, win), batches in zip(wins, per_window):
+                pending.setdefault(p, []).extend(batches)
+                have[p] += win.pairs
             while next_parent < len(parents) and have[next_parent] == parents[next_parent].pairs:
                 merged = PairBatch.concat(pending.pop(next_parent))
                 next_parent += 1
