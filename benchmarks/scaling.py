@@ -229,7 +229,7 @@ def main() -> int:
                     help="also run through a dask LocalCluster of one worker per GPU")
     ap.add_argument("--dask-threads", default="1",
                     help="threads of each Dask worker, e.g. 1,2: each runs every GPU count "
-                         "(a second thread fits its window while the first's runs)")
+                         "(a worker runs one task at a time on its GPU)")
     ap.add_argument("--buffer", default=None,
                     help="results queued for the consumer, e.g. 6,32: each value runs every "
                          "GPU count (default the engine's, 2 x GPUs + 2)")
