@@ -103,7 +103,7 @@ def _make_backend(kind: str, name):
     return CPUBackend()
 
 
-def _worker_entry(job: Job, token: str, kind: str, max_memory: int) -> dict:
+def _worker_entry(job: Job, token: str, kind: str, max_memory: int, planned: int = 0) -> dict:
     addr, name = _worker_id()
     key = (addr, token)
     with _CACHE_LOCK:
@@ -119,6 +119,11 @@ def _worker_entry(job: Job, token: str, kind: str, max_memory: int) -> dict:
             bind_thread(b)
             b.fit_memory(job, max_memory)
             entry["state"] = b.prepare(job)
+            loader = getattr(b, "planner_loader", None)
+            if loader is not None:  # numba's planner for a long run, as the engine's
+                from ..engine import _NUMBA
+
+                _NUMBA.start_soon(loader(planned))
             entry["backend"] = b
             dev = getattr(b, "devices", None)
             entry["label"] = f"{addr}/{b.name}{dev[0] if dev else ''}"
@@ -222,16 +227,17 @@ def _run_together(job: Job, entry: dict, windows: list, max_memory: int) -> list
 
 
 def run_window_task(job: Job, token: str, windows: list, kind: str = "auto",
-                    max_memory: int = 4 << 30,
-                    keep=None) -> tuple[list[list[PairBatch]], float, str, dict | None]:
+                    max_memory: int = 4 << 30, keep=None,
+                    planned: int = 0) -> tuple[list[list[PairBatch]], float, str, dict | None]:
     """Windows on this Dask worker: each one's batches (input indices, a part of
     the window each, not copied into one; only the pairs that ``keep``
     keeps, where given), seconds, worker label, and the worker backend's
-    timings so far (``None`` if it keeps none).
+    timings so far (``None`` if it keeps none). ``planned``: the run's
+    windows in all (a long run's plans move to numba, as in the engine).
 
     The windows run in flight together (the device's tail of one overlaps the
     next, and the next is fitted while one runs)."""
-    entry = _worker_entry(job, token, kind, max_memory)
+    entry = _worker_entry(job, token, kind, max_memory, planned)
     with entry["lock"]:  # one task at a time per worker: the backend is not re-entrant
         bind_thread(entry["backend"])
         t0 = time.perf_counter()
@@ -493,7 +499,7 @@ def iter_distributed(job: Job, client, *, backend=None, max_memory: int = 4 << 3
     def submit(i: int):
         windows = [items[k][2] for k in tasks[i]]
         return client.submit(run_window_task, job_future, token, windows, kind, max_memory,
-                             keep, key=f"pairalign-window-{token}-{i}", priority=len(tasks) - i,
+                             keep, len(items), key=f"pairalign-window-{token}-{i}", priority=len(tasks) - i,
                              pure=False, retries=1)
 
     done = cells_done = 0
