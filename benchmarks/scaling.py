@@ -230,6 +230,11 @@ def main() -> int:
     ap.add_argument("--dask-threads", default="1",
                     help="threads of each Dask worker, e.g. 1,2: each runs every GPU count "
                          "(a worker runs one task at a time on its GPU)")
+    ap.add_argument("--dask-malloc", default="dask",
+                    help="the Dask workers' allocator settings, e.g. dask,glibc: dask's "
+                         "(MALLOC_TRIM_THRESHOLD_ set, which fixes glibc's mmap threshold "
+                         "at 128 KB) or glibc's own (dynamic thresholds); each runs every "
+                         "GPU count")
     ap.add_argument("--buffer", default=None,
                     help="results queued for the consumer, e.g. 6,32: each value runs every "
                          "GPU count (default the engine's, 2 x GPUs + 2)")
@@ -334,20 +339,28 @@ def main() -> int:
                 print(f"  first failure: {sched['first_failure']}", flush=True)
 
     if args.dask:
+        import dask
         from dask.distributed import Client, LocalCluster
 
-        for k, nthreads in [(k, int(t)) for t in args.dask_threads.split(",") for k in counts]:
-            with LocalCluster(n_workers=k, threads_per_worker=nthreads, processes=True,
-                              dashboard_address=None) as cl, Client(cl) as client:
+        environ = dask.config.get("distributed.nanny.pre-spawn-environ")
+        glibc = {k: v for k, v in environ.items() if k != "MALLOC_TRIM_THRESHOLD_"}
+        dask_runs = [(k, int(t), m) for m in args.dask_malloc.split(",")
+                     for t in args.dask_threads.split(",") for k in counts]
+        for k, nthreads, malloc in dask_runs:
+            env = {"distributed.nanny.pre-spawn-environ": glibc if malloc == "glibc" else environ}
+            with dask.config.set(env), LocalCluster(
+                    n_workers=k, threads_per_worker=nthreads, processes=True,
+                    dashboard_address=None) as cl, Client(cl) as client:
                 run(warm, client=client, keep=keep)
                 r = run(job, client=client, keep=keep)
                 if args.timings:
                     print("dask workers' numba threads and layer:",
                           client.run(_numba_threads), flush=True)
             r["gpus"] = k
-            r["dask"] = nthreads
+            r["dask"] = f"{nthreads}t" + ("" if malloc == "dask" else f"-{malloc}")
             results.append(r)
-            print(f"dask, {k} worker(s) of {nthreads} thread(s): {r['wall']:.2f} s, "
+            print(f"dask, {k} worker(s) of {nthreads} thread(s), {malloc} malloc: "
+                  f"{r['wall']:.2f} s, "
                   f"{r['pairs']:,} pairs", flush=True)
 
     # speedups over one GPU with the same consumer and queue (Dask's over the first)
@@ -378,7 +391,7 @@ def main() -> int:
         one = bases.get((r.get("consumer_kind"), r.get("buffer")), base)
         speed = one / r["wall"] if one else float("nan")
         kind = r.get("consumer_kind", "checksum")
-        run_name = (f"dask{r['dask']}t" if r.get("dask") else
+        run_name = (f"dask{r['dask']}" if r.get("dask") else
                     ("local" if kind == "checksum" else kind)
                     + ("" if not r.get("buffer") else str(r["buffer"])))
         print(f"{run_name:8} {r['gpus']:>4} {r['wall']:8.2f} "
