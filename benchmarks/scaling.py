@@ -229,7 +229,7 @@ def main() -> int:
                     help="also run through a dask LocalCluster of one worker per GPU")
     ap.add_argument("--dask-threads", default="1",
                     help="threads of each Dask worker, e.g. 1,2: each runs every GPU count "
-                         "(a worker runs one task at a time on its GPU)")
+                         "(a second thread fits its windows while the first's run)")
     ap.add_argument("--dask-malloc", default="dask",
                     help="the Dask workers' allocator settings, e.g. dask,glibc: dask's "
                          "(MALLOC_TRIM_THRESHOLD_ set, which fixes glibc's mmap threshold "

@@ -179,8 +179,8 @@ def test_tasks_of_several_windows(cluster, monkeypatch, ordered):
 
 @pytest.mark.filterwarnings("ignore:Port .* is already in use")
 def test_a_worker_of_two_threads(cluster):
-    """One worker of two threads: its tasks run one at a time on the worker's
-    backend; the local run's pairs."""
+    """One worker of two threads: windows fitted beside a task that runs,
+    tasks run one at a time on the worker's backend; the local run's pairs."""
     job = job_of(50, None, "local", True)
     ref = run_job(job, CPU, width=16)
     with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
