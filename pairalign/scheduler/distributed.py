@@ -5,8 +5,9 @@ With a ``dask.distributed.Client`` (``run_job(..., client=client)``, or
 are planned here as for a local run (LPT order; balanced over the cluster's
 worker threads) and submitted as tasks, largest first, with Dask priorities in
 the same order. The job (sequences and scoring) travels once to every worker
-(``scatter(broadcast=True)``). Each task runs one window with a backend made on
-the worker and kept there for the job's tasks:
+(``scatter(broadcast=True)``). Each task runs up to :data:`WINDOWS_PER_TASK`
+consecutive windows, in flight together, with a backend made on the worker
+and kept there for the job's tasks:
 
 - a GPU if CuPy sees one there: ``PAIRALIGN_DEVICE`` chooses the ordinal;
   otherwise a worker named by an integer ``k`` (as ``LocalCluster`` names them)
@@ -16,15 +17,16 @@ the worker and kept there for the job's tasks:
 - else the CPU (numba, the worker's cores).
 
 A window too large for the worker's device is cut and run piecewise on it; a
-window that raises is retried cut in quarters, then on the worker's CPU; a task
+task whose windows raise runs them again one by one, each retried cut in
+quarters, then on the worker's CPU; a task
 that still fails is retried once by Dask (maybe on another worker), then the
 run raises. Results come back as the tasks complete, on a thread of the
 client's, fetched straight from the workers where the client reaches them all
 (``DIRECT_FETCH``), else through the scheduler; at most ``2 x threads + 2``
-tasks are in flight, and as many fetched results wait, so memory stays bounded
-on both sides; :func:`iter_distributed` yields them as they come, or in plan
-order. A run's ``keep`` filter runs on the workers, so that only the pairs it
-keeps cross the network.
+tasks are in flight, and as many fetched results wait (each a task's
+windows), so memory stays bounded on both sides; :func:`iter_distributed`
+yields them as they come, or in plan order. A run's ``keep`` filter runs on
+the workers, so that only the pairs it keeps cross the network.
 """
 
 from __future__ import annotations
@@ -170,13 +172,11 @@ def _fit(job: Job, entry: dict, w) -> list:
     return parts
 
 
-def _run_window(job, entry, w, max_memory, depth=0, parts=None) -> list[PairBatch]:
-    """A window on the worker's backend: fitted to its memory (unless
-    ``parts`` holds its fit), split on errors."""
+def _run_window(job, entry, w, max_memory, depth=0) -> list[PairBatch]:
+    """A window on the worker's backend: fitted to its memory, split on errors."""
     backend, state = entry["backend"], entry["state"]
     try:
-        if parts is None:
-            parts = _fit(job, entry, w)
+        parts = _fit(job, entry, w)
         fits = [x for x, ok in parts if ok]
         out = _run_on(job, backend, state, fits, entry["spent"])
         too_large = [x for x, ok in parts if not ok]
@@ -506,8 +506,8 @@ def iter_distributed(job: Job, client, *, backend=None, max_memory: int = 4 << 3
     def submit(i: int):
         windows = [items[k][2] for k in tasks[i]]
         return client.submit(run_window_task, job_future, token, windows, kind, max_memory,
-                             keep, len(items), key=f"pairalign-window-{token}-{i}", priority=len(tasks) - i,
-                             pure=False, retries=1)
+                             keep, len(items), key=f"pairalign-window-{token}-{i}",
+                             priority=len(tasks) - i, pure=False, retries=1)
 
     done = cells_done = 0
     pending: dict[int, list[PairBatch]] = {}
