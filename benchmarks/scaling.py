@@ -230,6 +230,9 @@ def main() -> int:
     ap.add_argument("--dask-threads", default="1",
                     help="threads of each Dask worker, e.g. 1,2: each runs every GPU count "
                          "(a second thread fits its windows while the first's run)")
+    ap.add_argument("--dask-processes", default="1",
+                    help="whether the Dask workers are processes (1) or threads of this "
+                         "process (0), e.g. 1,0: each runs every GPU count")
     ap.add_argument("--dask-malloc", default="dask",
                     help="the Dask workers' allocator settings, e.g. dask,glibc: dask's "
                          "(MALLOC_TRIM_THRESHOLD_ set, which fixes glibc's mmap threshold "
@@ -344,12 +347,13 @@ def main() -> int:
 
         environ = dask.config.get("distributed.nanny.pre-spawn-environ")
         glibc = {k: v for k, v in environ.items() if k != "MALLOC_TRIM_THRESHOLD_"}
-        dask_runs = [(k, int(t), m) for m in args.dask_malloc.split(",")
+        dask_runs = [(k, int(t), m, bool(int(p))) for p in args.dask_processes.split(",")
+                     for m in args.dask_malloc.split(",")
                      for t in args.dask_threads.split(",") for k in counts]
-        for k, nthreads, malloc in dask_runs:
+        for k, nthreads, malloc, processes in dask_runs:
             env = {"distributed.nanny.pre-spawn-environ": glibc if malloc == "glibc" else environ}
             with dask.config.set(env), LocalCluster(
-                    n_workers=k, threads_per_worker=nthreads, processes=True,
+                    n_workers=k, threads_per_worker=nthreads, processes=processes,
                     dashboard_address=None) as cl, Client(cl) as client:
                 run(warm, client=client, keep=keep)
                 r = run(job, client=client, keep=keep)
@@ -357,9 +361,11 @@ def main() -> int:
                     print("dask workers' numba threads and layer:",
                           client.run(_numba_threads), flush=True)
             r["gpus"] = k
-            r["dask"] = f"{nthreads}t" + ("" if malloc == "dask" else f"-{malloc}")
+            r["dask"] = (f"{nthreads}t" + ("" if malloc == "dask" else f"-{malloc}")
+                         + ("" if processes else "-inproc"))
             results.append(r)
-            print(f"dask, {k} worker(s) of {nthreads} thread(s), {malloc} malloc: "
+            print(f"dask, {k} worker {'process' if processes else 'thread'}(s) of "
+                  f"{nthreads} thread(s), {malloc} malloc: "
                   f"{r['wall']:.2f} s, "
                   f"{r['pairs']:,} pairs", flush=True)
 
