@@ -234,9 +234,10 @@ def main() -> int:
                     help="whether the Dask workers are processes (1) or threads of this "
                          "process (0), e.g. 1,0: each runs every GPU count")
     ap.add_argument("--dask-malloc", default="dask",
-                    help="the Dask workers' allocator settings, e.g. dask,glibc: dask's "
+                    help="the Dask workers' environment, e.g. dask,glibc,none: dask's "
                          "(MALLOC_TRIM_THRESHOLD_ set, which fixes glibc's mmap threshold "
-                         "at 128 KB) or glibc's own (dynamic thresholds); each runs every "
+                         "at 128 KB, and OMP/MKL/OPENBLAS_NUM_THREADS=1), glibc's allocator "
+                         "(dynamic thresholds), or none of dask's variables; each runs every "
                          "GPU count")
     ap.add_argument("--buffer", default=None,
                     help="results queued for the consumer, e.g. 6,32: each value runs every "
@@ -351,7 +352,8 @@ def main() -> int:
                      for m in args.dask_malloc.split(",")
                      for t in args.dask_threads.split(",") for k in counts]
         for k, nthreads, malloc, processes in dask_runs:
-            env = {"distributed.nanny.pre-spawn-environ": glibc if malloc == "glibc" else environ}
+            env = {"distributed.nanny.pre-spawn-environ":
+                   {"glibc": glibc, "none": {}}.get(malloc, environ)}
             with dask.config.set(env), LocalCluster(
                     n_workers=k, threads_per_worker=nthreads, processes=processes,
                     dashboard_address=None) as cl, Client(cl) as client:
