@@ -238,7 +238,7 @@ def main() -> int:
                          "(MALLOC_TRIM_THRESHOLD_ set, which fixes glibc's mmap threshold "
                          "at 128 KB, and OMP/MKL/OPENBLAS_NUM_THREADS=1), glibc's allocator "
                          "(dynamic thresholds), none of dask's variables, or heap (glibc's "
-                         "mmap threshold at 256 MB and its trim threshold at 1 GB: freed "
+                         "mmap threshold at its largest, 32 MB, and its trim threshold at 1 GB: freed "
                          "results stay in the heap for the next window's); each runs every "
                          "GPU count")
     ap.add_argument("--buffer", default=None,
@@ -354,7 +354,7 @@ def main() -> int:
                      for m in args.dask_malloc.split(",")
                      for t in args.dask_threads.split(",") for k in counts]
         for k, nthreads, malloc, processes in dask_runs:
-            heap = dict(glibc, MALLOC_MMAP_THRESHOLD_=256 << 20, MALLOC_TRIM_THRESHOLD_=1 << 30)
+            heap = dict(glibc, MALLOC_MMAP_THRESHOLD_=32 << 20, MALLOC_TRIM_THRESHOLD_=1 << 30)
             env = {"distributed.nanny.pre-spawn-environ":
                    {"glibc": glibc, "none": {}, "heap": heap}.get(malloc, environ)}
             with dask.config.set(env), LocalCluster(
