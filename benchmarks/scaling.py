@@ -238,9 +238,9 @@ def main() -> int:
                          "(MALLOC_TRIM_THRESHOLD_ set, which fixes glibc's mmap threshold "
                          "at 128 KB, and OMP/MKL/OPENBLAS_NUM_THREADS=1), glibc's allocator "
                          "(dynamic thresholds), none of dask's variables, or heap (glibc's "
-                         "mmap threshold at its largest, 32 MB, and its trim threshold at 1 GB: freed "
-                         "results stay in the heap for the next window's); each runs every "
-                         "GPU count")
+                         "mmap threshold at its largest, 32 MB, its trim threshold at 1 GB: "
+                         "freed results stay in the heap for the next window's); each runs "
+                         "every GPU count")
     ap.add_argument("--buffer", default=None,
                     help="results queued for the consumer, e.g. 6,32: each value runs every "
                          "GPU count (default the engine's, 2 x GPUs + 2)")
