@@ -96,12 +96,18 @@ class ScoreAtLeast:
 
 
 def _numba_threads() -> tuple:
-    """This process's numba threads and threading layer (on a Dask worker)."""
+    """This process's numba threads, threading layer and GPU window planner
+    (on a Dask worker)."""
+    from pairalign.kernels import gpu_backend
+
     try:
         layer = numba.threading_layer()
     except ValueError:  # no parallel function ran yet
         layer = None
-    return numba.get_num_threads(), layer
+    planner = gpu_backend._PLANNER
+    return (numba.get_num_threads(), layer,
+            "numpy" if planner["plan"] is gpu_backend.plan_window else "numba",
+            repr(planner.get("failed")))
 
 
 def run(job, backend=None, client=None, buffer=None, consumer="checksum", keep=None) -> dict:
@@ -363,7 +369,7 @@ def main() -> int:
                 run(warm, client=client, keep=keep)
                 r = run(job, client=client, keep=keep)
                 if args.timings:
-                    print("dask workers' numba threads and layer:",
+                    print("dask workers' numba threads, layer, planner (its failure):",
                           client.run(_numba_threads), flush=True)
             r["gpus"] = k
             r["dask"] = (f"{nthreads}t" + ("" if malloc == "dask" else f"-{malloc}")
