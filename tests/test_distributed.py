@@ -333,3 +333,15 @@ def test_batches_pickle_compactly_and_whole(traceback):
         assert len(wire) < 20 * len(batch) + 2048 < batch.nbytes / 2
     empty = pickle.loads(pickle.dumps(type(batch).empty()))
     assert len(empty) == 0 and empty.op_offsets.tolist() == [0]
+
+
+def test_search_top_through_the_cluster(cluster):
+    """A search's best hits per query (each window's best kept on its worker):
+    the local search's hits."""
+    from pairalign.pipelines.search import search
+
+    q, t = seqs(12, 3), seqs(40, 4)
+    ref, ref_hits = search(q, t, top=3, backend="cpu", window=16)
+    got, got_hits = search(q, t, top=3, backend="cpu", window=16, client=cluster)
+    assert len(got_hits) == 3 * len(q)
+    same(got.pairs.take(got_hits), ref.pairs.take(ref_hits))

@@ -54,6 +54,23 @@ def _ranked(p, top: int | None) -> np.ndarray:
     return order[rank < top]
 
 
+class BestOfWindow:
+    """A ``keep`` filter (:func:`pairalign.iter_many`): the best ``top``
+    pairs of each query within a window, by :func:`top_hits`'s order. That
+    order is total, so a query's best ``top`` overall are among its windows'
+    best: the rest are dropped where each window ran (on the Dask worker,
+    for a cluster's run), before they are held or sent."""
+
+    def __init__(self, top: int):
+        _check_top(top)
+        self.top = top
+
+    def __call__(self, batch) -> np.ndarray:
+        mask = np.zeros(len(batch), bool)
+        mask[_ranked(batch, self.top)] = True
+        return mask
+
+
 def _check_top(top: int) -> None:
     if top < 1:
         raise OptionError("top must be at least 1")
@@ -81,9 +98,11 @@ def search(queries, targets, top: int | None = None, mode: str = "local",
         The result and the indices of the kept hits into ``result.pairs``,
         ordered by query, then rank. ``result[k]`` is hit k's
         :class:`pairalign.PairAlignment`. With ``top``, the result holds the
-        kept hits' pairs only: each window's pairs are merged into the best
-        ``top`` of each query as the window finishes, so that memory holds
-        ``queries x top`` pairs, not every pair.
+        kept hits' pairs only: each window keeps the best ``top`` of each of
+        its queries where it ran (:class:`BestOfWindow`: on the Dask
+        workers, with a ``client``), and those are merged into the best so
+        far as the window finishes, so that memory holds about ``queries x
+        top`` pairs, not every pair.
 
     Examples
     --------
@@ -106,7 +125,8 @@ def search(queries, targets, top: int | None = None, mode: str = "local",
         waiting.clear()
         return both.take(np.sort(_ranked(both, top)))
 
-    for part in iter_many(queries, targets, mode=mode, ordered=False, **align_options):
+    for part in iter_many(queries, targets, mode=mode, ordered=False, keep=BestOfWindow(top),
+                          **align_options):
         waiting.append(part.pairs)
         # merged once the windows waiting hold as many pairs as the best
         # (at least MERGE_PAIRS): each pair is sorted a bounded number of times
