@@ -345,3 +345,28 @@ def test_search_top_through_the_cluster(cluster):
     got, got_hits = search(q, t, top=3, backend="cpu", window=16, client=cluster)
     assert len(got_hits) == 3 * len(q)
     same(got.pairs.take(got_hits), ref.pairs.take(ref_hits))
+
+
+def test_command_line_filters_through_the_cluster(cluster, tmp_path):
+    """``pairalign all-vs-all --cluster ADDRESS --min-score N``, the command in
+    a process of its own and the workers in this one: the lines of the same
+    command run locally."""
+    import subprocess
+    import sys
+
+    fasta = tmp_path / "seqs.fa"
+    fasta.write_text("".join(f">s{i}\n{s}\n" for i, s in enumerate(seqs(30, 5))))
+    scores = run_job(job_of(30), CPU).score  # (other sequences: a cut in the usual range)
+    cut = str(int(np.median(scores)))
+
+    def command(out, *extra):
+        done = subprocess.run([sys.executable, "-m", "pairalign", "all-vs-all", str(fasta),
+                               "-o", str(out), "--backend", "cpu", "--min-score", cut,
+                               "-q", *extra], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return out.read_text()
+
+    local = command(tmp_path / "local.tsv")
+    remote = command(tmp_path / "remote.tsv", "--cluster", cluster.scheduler.address)
+    assert remote == local
+    assert 1 < len(local.splitlines()) < 30 * 29 // 2 + 1  # some pairs filtered out
