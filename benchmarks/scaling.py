@@ -356,11 +356,11 @@ def main() -> int:
 
         environ = dask.config.get("distributed.nanny.pre-spawn-environ")
         glibc = {k: v for k, v in environ.items() if k != "MALLOC_TRIM_THRESHOLD_"}
+        heap = dict(glibc, MALLOC_MMAP_THRESHOLD_=32 << 20, MALLOC_TRIM_THRESHOLD_=1 << 30)
         dask_runs = [(k, int(t), m, bool(int(p))) for p in args.dask_processes.split(",")
                      for m in args.dask_malloc.split(",")
                      for t in args.dask_threads.split(",") for k in counts]
         for k, nthreads, malloc, processes in dask_runs:
-            heap = dict(glibc, MALLOC_MMAP_THRESHOLD_=32 << 20, MALLOC_TRIM_THRESHOLD_=1 << 30)
             env = {"distributed.nanny.pre-spawn-environ":
                    {"glibc": glibc, "none": {}, "heap": heap}.get(malloc, environ)}
             with dask.config.set(env), LocalCluster(
@@ -392,7 +392,7 @@ def main() -> int:
           f"per GPU: windows [first-last result, s] / busy / GPU busy / blocked (local) or "
           f"wait (dask)")
     sums = set()
-    counts = set()  # pairs of each run (kept, where --keep-score filters)
+    pair_counts = set()  # pairs of each run (kept, where --keep-score filters)
     for r in results:
         per = []
         for w in r["timings"]["scheduler"]["workers"]:
@@ -427,11 +427,11 @@ def main() -> int:
                     f"{k} {v:.3g}" for k, v in sorted(bt.items())
                     if isinstance(v, (int, float)) and not k.endswith("cells")))
         sums.add(r["checksum"])
-        counts.add(r["pairs"])
+        pair_counts.add(r["pairs"])
         if keep is None and r["pairs"] != pairs:
             print(f"ERROR: {r['pairs']} pairs, {pairs} expected")
             return 1
-    same = len(sums) == 1 and len(counts) == 1
+    same = len(sums) == 1 and len(pair_counts) == 1
     print(f"checksums {'identical' if same else 'DIFFER'} over every run "
           f"({next(iter(sums)) if same else sums})")
     if args.json:
