@@ -172,18 +172,28 @@ def _fit(job: Job, entry: dict, w) -> list:
     return parts
 
 
-def _run_window(job, entry, w, max_memory, depth=0) -> list[PairBatch]:
-    """A window on the worker's backend: fitted to its memory, split on errors."""
-    backend, state = entry["backend"], entry["state"]
-    try:
-        parts = _fit(job, entry, w)
-        fits = [x for x, ok in parts if ok]
-        out = _run_on(job, backend, state, fits, entry["spent"])
+def _run_fitted(job: Job, entry: dict, fitted: list, max_memory: int) -> list[list[PairBatch]]:
+    """Each window's batches from its fitted parts (``fitted``, a list a window):
+    those the device holds in flight together on the worker's backend, the
+    others on its CPU."""
+    fits = [x for parts in fitted for x, ok in parts if ok]
+    done = iter(_run_on(job, entry["backend"], entry["state"], fits, entry["spent"]))
+    out = []
+    for parts in fitted:
+        got = [next(done) for _, ok in parts if ok]
         too_large = [x for x, ok in parts if not ok]
         if too_large:
             cpu, cpu_state = _cpu_of(entry, job, max_memory)
-            out += _run_on(job, cpu, cpu_state, too_large)
-        return out
+            got += _run_on(job, cpu, cpu_state, too_large)
+        out.append(got)
+    return out
+
+
+def _run_window(job, entry, w, max_memory, depth=0) -> list[PairBatch]:
+    """A window on the worker's backend: fitted to its memory, split on errors."""
+    backend = entry["backend"]
+    try:
+        return _run_fitted(job, entry, [_fit(job, entry, w)], max_memory)[0]
     except Exception:
         recover(backend)
         if depth < _RETRY_DEPTH and w.splittable:
@@ -201,23 +211,12 @@ def _run_together(job: Job, entry: dict, windows: list, fitted: list,
     """Each of ``windows``' batches, their fitted parts (``fitted``) in flight
     together on the worker's backend; after an error, each window again on
     its own (:func:`_run_window`: split, then the CPU)."""
-    backend, state = entry["backend"], entry["state"]
     if any(parts is None for parts in fitted):
         return [_run_window(job, entry, w, max_memory) for w in windows]
     try:
-        fits = [x for parts in fitted for x, ok in parts if ok]
-        done = iter(_run_on(job, backend, state, fits, entry["spent"]))
-        out = []
-        for parts in fitted:
-            got = [next(done) for _, ok in parts if ok]
-            too_large = [x for x, ok in parts if not ok]
-            if too_large:
-                cpu, cpu_state = _cpu_of(entry, job, max_memory)
-                got += _run_on(job, cpu, cpu_state, too_large)
-            out.append(got)
-        return out
+        return _run_fitted(job, entry, fitted, max_memory)
     except Exception:
-        recover(backend)
+        recover(entry["backend"])
         return [_run_window(job, entry, w, max_memory) for w in windows]
 
 
@@ -524,19 +523,21 @@ def iter_distributed(job: Job, client, *, backend=None, max_memory: int = 4 << 3
                 break
             i, (per_window, seconds, label, bt) = got
             wins = [items[k] for k in tasks[i]]
+            pairs = sum(win.pairs for _, _, win in wins)
+            cells = sum(win.cells for _, _, win in wins)
             st = stats.setdefault(label, {"label": label, "description": label, "windows": 0,
                                           "pairs": 0, "cells": 0, "busy_s": 0.0,
                                           "blocked_s": 0.0, "wait_s": 0.0, "failures": 0,
                                           "retired": False, "predicted_s": None})
             st["windows"] += len(wins)
-            st["pairs"] += sum(win.pairs for _, _, win in wins)
-            st["cells"] += sum(win.cells for _, _, win in wins)
+            st["pairs"] += pairs
+            st["cells"] += cells
             st["busy_s"] += seconds
             st["wait_s"] += wait  # the client's wait for this result (compute and transfer)
             if bt is not None:
                 st["backend_timings"] = bt
-            done += sum(win.pairs for _, _, win in wins)
-            cells_done += sum(win.cells for _, _, win in wins)
+            done += pairs
+            cells_done += cells
             _call_progress(progress, done, total, cells_done, cells_total)
             if not ordered:
                 for batches in per_window:
