@@ -240,6 +240,11 @@ STAGING_BYTES = 64 << 20
 #: runs with traceback back (0.28 s of a 0.70 s run, 2e11 cells on the H100).
 COPY_THREADS = 8
 COPY_PIECE = 4 << 20
+#: Time the copy-out's pieces on their own threads as well: the threads' CPU
+#: seconds (``copy_cpu``), their pieces' wall seconds (``copy_wall``) and
+#: minor page faults (``copy_faults``) in the backend's timings. Off: two
+#: ``getrusage`` calls a piece (a benchmark's switch, see scaling.py).
+COPY_RUSAGE = False
 #: With traceback, a run that asks (``keep_ops_on_device``: the engine's
 #: placement in input order) leaves each window's compacted operations on the
 #: device, and they are placed there and downloaded once at the end
@@ -852,6 +857,14 @@ def _checkpointed(mode: str) -> bool:
     return mode in CHECKPOINT_TRACEBACK_MODES and PACK_ROWS_TRACEBACK >= 16
 
 
+
+def _thread_usage() -> tuple[float, float, int]:
+    """This thread's (wall clock, CPU seconds, minor page faults) now."""
+    import resource
+
+    return (time.perf_counter(), time.thread_time(),
+            resource.getrusage(resource.RUSAGE_THREAD).ru_minflt)
+
 class GPUBackend:
     """CUDA kernels through CuPy (``align.cu``): the smallest pairs one thread
     each, the others a warp each, those whose scores fit 16 bits two to a
@@ -1395,23 +1408,31 @@ class GPUBackend:
         cuts = [(dst, at + k, frm + k, min(COPY_PIECE, n - k))
                 for dst, at, frm, n in pieces for k in range(0, n, COPY_PIECE)]
 
-        def copy(cut) -> None:
+        def copy(cut) -> tuple[float, float, int] | None:
             dst, at, frm, n = cut
+            if COPY_RUSAGE:
+                before = _thread_usage()
             if into:
                 buf[frm:frm + n] = dst[at:at + n]
             else:
                 dst[at:at + n] = buf[frm:frm + n]
+            if COPY_RUSAGE:
+                return tuple(b - a for a, b in zip(before, _thread_usage()))
+            return None
 
         if len(cuts) < 2 or COPY_THREADS < 2:
-            for cut in cuts:
-                copy(cut)
-            return
-        if self._copiers is None:
-            from concurrent.futures import ThreadPoolExecutor
+            used = [copy(cut) for cut in cuts]
+        else:
+            if self._copiers is None:
+                from concurrent.futures import ThreadPoolExecutor
 
-            self._copiers = ThreadPoolExecutor(COPY_THREADS, thread_name_prefix="pairalign-copy")
-        for _ in self._copiers.map(copy, cuts):
-            pass
+                self._copiers = ThreadPoolExecutor(COPY_THREADS,
+                                                   thread_name_prefix="pairalign-copy")
+            used = list(self._copiers.map(copy, cuts))
+        if COPY_RUSAGE and used:
+            for key, total in zip(("copy_wall", "copy_cpu", "copy_faults"),
+                                  np.sum(used, axis=0)):
+                self._add(key, float(total))
 
     def _constant(self, n: int, value: int, dtype) -> np.ndarray:
         """``n`` entries of ``value``, read-only: score-only batches' begins,
