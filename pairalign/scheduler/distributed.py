@@ -113,7 +113,8 @@ def _worker_entry(job: Job, token: str, kind: str, max_memory: int, planned: int
         if entry is None:
             entry = {"lock": threading.Lock(), "backend": None, "state": None,
                      "cpu": None, "cpu_state": None, "label": None,
-                     "spent": {"fit_window": 0.0, "in_input": 0.0, "keep": 0.0}}  # s
+                     "spent": {"fit_window": 0.0, "fit_window_cpu": 0.0, "in_input": 0.0,
+                               "keep": 0.0}}  # s
             _CACHE[key] = entry
     with entry["lock"]:
         if entry["backend"] is None:
@@ -166,9 +167,10 @@ def _fit(job: Job, entry: dict, w) -> list:
     """``w`` fitted to the worker's device (:func:`pairalign.engine.fit_window`)."""
     from ..engine import fit_window
 
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), time.thread_time()
     parts = fit_window(job, entry["backend"], w)
     entry["spent"]["fit_window"] += time.perf_counter() - t
+    entry["spent"]["fit_window_cpu"] += time.thread_time() - cpu
     return parts
 
 
