@@ -247,6 +247,9 @@ def main() -> int:
                          "mmap threshold at its largest, 32 MB, its trim threshold at 1 GB: "
                          "freed results stay in the heap for the next window's); each runs "
                          "every GPU count")
+    ap.add_argument("--dask-runs", type=int, default=1,
+                    help="runs of the job on each cluster, one after another: the same "
+                         "workers' first run against their later ones")
     ap.add_argument("--buffer", default=None,
                     help="results queued for the consumer, e.g. 6,32: each value runs every "
                          "GPU count (default the engine's, 2 x GPUs + 2)")
@@ -351,6 +354,23 @@ def main() -> int:
                 print(f"  first failure: {sched['first_failure']}", flush=True)
 
     if args.dask:
+        # the local runs' device memory back first (their backends' stream
+        # slots, CuPy's cached blocks): a worker process sees the device's free
+        # memory, and fits its windows to it
+        import gc
+
+        import cupy as cp
+
+        backends.clear()
+        ws = b = be = None
+        gc.collect()
+        for d in range(visible):
+            with cp.cuda.Device(d):
+                cp.get_default_memory_pool().free_all_blocks()
+                cp.get_default_pinned_memory_pool().free_all_blocks()
+                free, total = cp.cuda.runtime.memGetInfo()
+            print(f"gpu {d} before Dask: {free / 2**30:.1f} of {total / 2**30:.1f} GiB free",
+                  flush=True)
         import dask
         from dask.distributed import Client, LocalCluster
 
@@ -366,19 +386,21 @@ def main() -> int:
             with dask.config.set(env), LocalCluster(
                     n_workers=k, threads_per_worker=nthreads, processes=processes,
                     dashboard_address=None) as cl, Client(cl) as client:
+                client.run(set_all, args.set)  # the workers' own settings too
                 run(warm, client=client, keep=keep)
-                r = run(job, client=client, keep=keep)
+                for n in range(args.dask_runs):
+                    r = run(job, client=client, keep=keep)
+                    r["gpus"] = k
+                    r["dask"] = (f"{nthreads}t" + ("" if malloc == "dask" else f"-{malloc}")
+                                 + ("" if processes else "-inproc")
+                                 + (f"-run{n + 1}" if args.dask_runs > 1 else ""))
+                    results.append(r)
+                    print(f"dask, {k} worker {'process' if processes else 'thread'}(s) of "
+                          f"{nthreads} thread(s), {malloc} malloc, run {n + 1}: "
+                          f"{r['wall']:.2f} s, {r['pairs']:,} pairs", flush=True)
                 if args.timings:
                     print("dask workers' numba threads, layer, planner (its failure):",
                           client.run(_numba_threads), flush=True)
-            r["gpus"] = k
-            r["dask"] = (f"{nthreads}t" + ("" if malloc == "dask" else f"-{malloc}")
-                         + ("" if processes else "-inproc"))
-            results.append(r)
-            print(f"dask, {k} worker {'process' if processes else 'thread'}(s) of "
-                  f"{nthreads} thread(s), {malloc} malloc: "
-                  f"{r['wall']:.2f} s, "
-                  f"{r['pairs']:,} pairs", flush=True)
 
     # speedups over one GPU with the same consumer and queue (Dask's over the first)
     # (the first such run where a consumer repeats; none where one GPU did not run)
