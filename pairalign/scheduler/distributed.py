@@ -113,8 +113,9 @@ def _worker_entry(job: Job, token: str, kind: str, max_memory: int, planned: int
         if entry is None:
             entry = {"lock": threading.Lock(), "backend": None, "state": None,
                      "cpu": None, "cpu_state": None, "label": None,
+                     "released": None,  # when its last task left the device
                      "spent": {"fit_window": 0.0, "fit_window_cpu": 0.0, "in_input": 0.0,
-                               "keep": 0.0}}  # s
+                               "keep": 0.0, "between_tasks": 0.0, "lock_wait": 0.0}}  # s
             _CACHE[key] = entry
     with entry["lock"]:
         if entry["backend"] is None:
@@ -238,7 +239,11 @@ def run_window_task(job: Job, token: str, windows: list, kind: str = "auto",
     and the fetching thread's downloads take turns with the GIL); where the
     worker has several threads, one's windows are fitted while another's
     run."""
+    arrived = time.perf_counter()
     entry = _worker_entry(job, token, kind, max_memory, planned)
+    spent = entry["spent"]
+    if entry["released"] is not None:  # since the last task left the device
+        spent["between_tasks"] += max(0.0, arrived - entry["released"])
     bind_thread(entry["backend"])
     fitted = []
     for w in windows:
@@ -246,11 +251,16 @@ def run_window_task(job: Job, token: str, windows: list, kind: str = "auto",
             fitted.append(_fit(job, entry, w))
         except Exception:  # fitted again, and its errors handled, with the window
             fitted.append(None)
+    t = time.perf_counter()
     with entry["lock"]:  # one task at a time per worker: the backend is not re-entrant
         bind_thread(entry["backend"])
         t0 = time.perf_counter()
-        per_window = _run_together(job, entry, windows, fitted, max_memory)
-        seconds = time.perf_counter() - t0
+        spent["lock_wait"] += t0 - t
+        try:
+            per_window = _run_together(job, entry, windows, fitted, max_memory)
+        finally:
+            entry["released"] = time.perf_counter()
+        seconds = entry["released"] - t0
     for w, batches in zip(windows, per_window):
         got = sum(len(b) for b in batches)
         if got != w.pairs:
@@ -258,7 +268,6 @@ def run_window_task(job: Job, token: str, windows: list, kind: str = "auto",
     t = time.perf_counter()
     if keep is not None:
         per_window = [[b.kept(keep) for b in batches] for batches in per_window]
-    spent = entry["spent"]
     spent["keep"] += time.perf_counter() - t
     bt = getattr(entry["backend"], "timings", None)
     bt = dict(bt, **spent) if isinstance(bt, dict) else None
