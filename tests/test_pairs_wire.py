@@ -10,10 +10,11 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pairalign.pairs import PairBatch
+from pairalign.pairs import PairBatch, constant_column, is_constant_column
 
-#: Ranges of a column's values: all -1 (a column left behind on the wire), around
-#: the 32-bit edge below which the indices travel narrowed, and wider.
+#: Ranges of a column's values: all -1 (a column that travels as its value),
+#: around the 8-, 16- and 32-bit edges of the types the columns travel in
+#: (their values less the least), and wider.
 EDGES = [(-1, -1), (0, 127), (-128, 127), (0, 128), (-129, 0), (0, 32767), (-32768, 32767),
          (0, 32768), (-1, 2**31 - 1), (-2**31, 0), (0, 2**31), (-2**40, 2**40)]
 
@@ -49,11 +50,51 @@ def batches(draw):
 @given(batches())
 def test_a_batch_pickles_and_comes_back_whole(batch):
     """Every array of a batch comes back from its pickled form with its values
-    and dtype, whatever their range (all -1, around the 32-bit edge where the
-    indices travel narrowed, 64-bit values, offsets that start past 0)."""
+    and dtype, whatever their range (all -1, around the edges of the narrowed
+    types, 64-bit values, offsets that start past 0)."""
     back = pickle.loads(pickle.dumps(batch, protocol=5))
     assert len(back) == len(batch)
     for f in fields(PairBatch):
         got, want = getattr(back, f.name), getattr(batch, f.name)
         assert got.dtype == want.dtype, f.name
         assert np.array_equal(got, want), f.name
+
+
+def test_constant_columns_travel_as_their_value_and_come_back_read_only():
+    """A score-only batch's -1 columns and zero offsets, slices of
+    :func:`constant_column`'s arrays, are known constant without a look at
+    their entries and travel as the value alone; they come back as such
+    slices, read-only. A column that holds one value without being such a
+    slice travels the same way, found by its range."""
+    n = 1000
+    rng = np.random.default_rng(7)
+    unset = constant_column(n, -1, np.int32)
+    assert is_constant_column(unset) and not unset.flags.writeable
+    assert not is_constant_column(np.full(n, -1, np.int32))
+    batch = PairBatch(query=rng.integers(0, 50_000, n), target=rng.integers(0, 50_000, n),
+                      score=rng.integers(-5, 3_000, n).astype(np.int32), query_begin=unset,
+                      query_end=rng.integers(0, 1_000, n).astype(np.int32), target_begin=unset,
+                      target_end=rng.integers(0, 1_000, n).astype(np.int32),
+                      identities=np.full(n, -1, np.int32), length=unset,
+                      op_offsets=constant_column(n + 1, 0, np.int64),
+                      op_code=np.zeros(0, np.uint8), op_len=np.zeros(0, np.int32))
+    wire = pickle.dumps(batch, protocol=5)
+    # indices, score and ends in two bytes each; the rest a value each
+    assert len(wire) < 10 * n + 2048
+    back = pickle.loads(wire)
+    for f in fields(PairBatch):
+        got, want = getattr(back, f.name), getattr(batch, f.name)
+        assert got.dtype == want.dtype and np.array_equal(got, want), f.name
+    for name in ("query_begin", "target_begin", "identities", "length", "op_offsets"):
+        assert is_constant_column(getattr(back, name)), name
+
+
+def test_a_batch_counts_its_arrays_in_its_size():
+    """``sys.getsizeof`` (what Dask's ``sizeof`` uses for a worker's results)
+    counts the batch's arrays."""
+    import sys
+
+    batch = PairBatch.empty()
+    big = PairBatch(**{f.name: np.zeros(1000 + (f.name == "op_offsets"), np.int64)
+                       for f in fields(PairBatch)})
+    assert sys.getsizeof(big) >= big.nbytes == 12 * 1000 * 8 + 8 > sys.getsizeof(batch)

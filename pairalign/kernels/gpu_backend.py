@@ -14,7 +14,8 @@ from typing import Callable, Iterable, Iterator
 import numpy as np
 
 from ..job import Job
-from ..pairs import DeviceOps, DevicePairBatch, PairBatch, _offsets, pair_bytes
+from ..pairs import (DeviceOps, DevicePairBatch, PairBatch, _offsets, constant_column,
+                     pair_bytes)
 from ..scheduler.devices import is_out_of_memory
 from ..scheduler.windows import BLOCK, Window, first_columns
 from .conventions import MODES
@@ -903,7 +904,6 @@ class GPUBackend:
         self._fetcher = None  # a ThreadPoolExecutor of one thread (FETCH_THREAD)
         self._fetch_stream = None
         self._timings_lock = threading.Lock()
-        self._constants: dict = {}  # (value, dtype) -> read-only array: see _constant
         self._copiers = None  # a ThreadPoolExecutor, made at the first large download
         self._spans: list = []
         #: the last run's windows with their spans: (window, start, end),
@@ -1434,18 +1434,13 @@ class GPUBackend:
                                   np.sum(used, axis=0)):
                 self._add(key, float(total))
 
-    def _constant(self, n: int, value: int, dtype) -> np.ndarray:
+    @staticmethod
+    def _constant(n: int, value: int, dtype) -> np.ndarray:
         """``n`` entries of ``value``, read-only: score-only batches' begins,
         identities and lengths (-1) and operation offsets (0) are slices of one
-        array, made once per size (at least doubling), not new memory filled a
-        window at a time."""
-        key = (value, np.dtype(dtype))
-        a = self._constants.get(key)
-        if a is None or len(a) < n:
-            a = np.full(max(n, 2 * len(a) if a is not None else 0), value, dtype)
-            a.flags.writeable = False
-            self._constants[key] = a
-        return a[:n]
+        array (:func:`pairalign.pairs.constant_column`), not new memory filled a
+        window at a time, and travel through Dask as the value alone."""
+        return constant_column(n, value, dtype)
 
     def _add(self, key: str, value: float) -> None:
         with self._timings_lock:  # the fetch thread adds too
