@@ -315,40 +315,42 @@ class PairBatch:
 
     def __reduce__(self):
         """Pickled compactly (results cross processes and machines through
-        Dask): each integer column travels as its values less their least, in
-        the narrowest type that holds their range (:func:`_to_wire`), and a
-        column of one value (without traceback: the begins, identities and
-        lengths; offsets with no operations) as that value alone. Score-only
-        proteome batches take 10 bytes a pair instead of 52."""
-        wire = {f.name: _to_wire(getattr(self, f.name)) for f in fields(PairBatch)}
-        return _from_wire, (len(self), wire)
-
-
-def _to_wire(col: np.ndarray):
-    """``col`` for the wire: itself, ``(value, dtype)`` where every entry is
-    ``value``, or ``(values - least, least, dtype)`` with the differences in the
-    narrowest unsigned type that holds them, where that type is narrower."""
-    if col.dtype.kind not in "iu" or col.dtype.itemsize == 1 or not len(col):
-        return col
-    if is_constant_column(col):
-        return (col[0].item(), col.dtype.str)
-    least, most = col.min().item(), col.max().item()
-    if least == most:
-        return (least, col.dtype.str)
-    span = np.min_scalar_type(most - least)
-    if span.itemsize >= col.dtype.itemsize:
-        return col
-    return ((col - col.dtype.type(least)).astype(span) if least else col.astype(span),
-            least, col.dtype.str)
+        Dask): a column of one value (without traceback: the begins,
+        identities and lengths; offsets with no operations) travels as that
+        value alone, known without a scan where it is a
+        :func:`constant_column`, and the indices as int32 where they fit.
+        Score-only batches take 20 bytes a pair instead of 52. The other
+        columns travel as they are: narrowing each by its range (10 bytes a
+        pair) cost the worker's event loop more than the bytes saved over
+        loopback (benchmarks/NOTES.md, v63)."""
+        n = len(self)
+        wire = {}
+        for f in fields(PairBatch):
+            col = getattr(self, f.name)
+            if not n or f.name in ("op_code", "op_len"):
+                wire[f.name] = col
+            elif is_constant_column(col):
+                wire[f.name] = (col[0].item(), col.dtype.str)
+            elif f.name in ("query", "target"):
+                small = col.dtype == np.int64 and col.min() >= 0 and col.max() < 2**31
+                wire[f.name] = (col.astype(np.int32), col.dtype.str) if small else col
+            elif f.name == "op_offsets":
+                wire[f.name] = (0, col.dtype.str) if col[-1] == 0 == col[0] else col
+            else:
+                unset = col[0] == -1 and (col == -1).all()
+                wire[f.name] = (-1, col.dtype.str) if unset else col
+        return _from_wire, (n, wire)
 
 
 def _from_wire_column(n: int, col) -> np.ndarray:
+    """A column from the wire: as it is, ``(values, dtype)`` narrowed, or
+    ``(value, dtype)`` one value throughout."""
     if not isinstance(col, tuple):
         return col
-    if len(col) == 2:  # every entry one value
-        return constant_column(n, *col)
-    values, least, dtype = col
-    return np.add(values, np.dtype(dtype).type(least), dtype=dtype)
+    values, dtype = col
+    if isinstance(values, np.ndarray):
+        return values.astype(dtype)
+    return constant_column(n, values, dtype)
 
 
 def _from_wire(n: int, wire: dict) -> PairBatch:

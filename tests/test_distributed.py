@@ -319,9 +319,8 @@ def test_worker_processes():
 def test_batches_pickle_compactly_and_whole(traceback):
     """A batch's pickled form (how results leave a Dask worker) gives back
     every column with its values and dtype; without traceback the constant
-    columns stay behind and the others travel narrowed: under 10 bytes a
-    pair (60 proteins: indices and scores of a byte or two, ends of two),
-    against 52 in memory."""
+    columns stay behind and a pair takes at most 20 bytes of index and
+    score columns and 8 of ends, against 52 in memory."""
     import pickle
 
     batch = run_job(job_of(60, mode="local", traceback=traceback), CPU, width=16)
@@ -331,7 +330,7 @@ def test_batches_pickle_compactly_and_whole(traceback):
     for name in ("query", "target", "op_offsets", "op_code", "op_len", "score", "identities"):
         assert getattr(back, name).dtype == getattr(batch, name).dtype, name
     if not traceback:
-        assert len(wire) < 10 * len(batch) + 2048 < batch.nbytes / 4
+        assert len(wire) < 20 * len(batch) + 2048 < batch.nbytes / 2
     empty = pickle.loads(pickle.dumps(type(batch).empty()))
     assert len(empty) == 0 and empty.op_offsets.tolist() == [0]
 
