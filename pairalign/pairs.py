@@ -386,10 +386,10 @@ def is_constant_column(col: np.ndarray) -> bool:
     """Whether ``col`` is known without a look at its entries to hold one
     value: a slice of a :func:`constant_column` array."""
     base = col.base
-    if base is None or col.flags.writeable or not col.flags.c_contiguous:
+    if (not isinstance(base, np.ndarray) or base.ndim != 1 or not len(base)
+            or col.flags.writeable or base.flags.writeable):
         return False
-    made = _CONSTANTS.get((base[0].item() if len(base) else None, col.dtype), ())
-    return any(base is a for a in made)
+    return any(base is a for a in _CONSTANTS.get((base[0].item(), col.dtype), ()))
 
 
 #: A salvage entry: a consumer took the operations to the host itself

@@ -97,3 +97,32 @@ def test_a_batch_counts_its_arrays_in_its_size():
     big = PairBatch(**{f.name: np.zeros(1000 + (f.name == "op_offsets"), np.int64)
                        for f in fields(PairBatch)})
     assert sys.getsizeof(big) >= big.nbytes == 12 * 1000 * 8 + 8 > sys.getsizeof(batch)
+
+
+def test_read_only_columns_of_other_origins_are_not_taken_for_constant():
+    """Read-only columns over a buffer, a two-dimensional array or a read-only
+    array of several values are looked at, not taken for constant; a batch
+    that came from the wire with its arrays out of band (read-only, over
+    the pickle's buffers) pickles again whole."""
+    n = 50
+    rng = np.random.default_rng(3)
+    over_bytes = np.frombuffer(rng.integers(0, 9, n, dtype=np.int32).tobytes(), np.int32)
+    rows = rng.integers(0, 9, (n, 2)).astype(np.int32)
+    rows.flags.writeable = False
+    flat = rows.reshape(-1)[:n]
+    several = rng.integers(0, 9, 2 * n).astype(np.int32)
+    several.flags.writeable = False
+    for col in (over_bytes, flat, several[:n]):
+        assert not col.flags.writeable and not is_constant_column(col)
+    batch = PairBatch(query=np.arange(n), target=np.arange(n)[::-1].copy(), score=over_bytes,
+                      query_begin=flat, query_end=several[:n], target_begin=over_bytes,
+                      target_end=flat, identities=constant_column(n, -1, np.int32),
+                      length=np.full(n, 7, np.int32),
+                      op_offsets=np.arange(n + 1, dtype=np.int64),
+                      op_code=np.zeros(n, np.uint8), op_len=np.ones(n, np.int32))
+    buffers = []
+    wire = pickle.dumps(batch, protocol=5, buffer_callback=buffers.append)
+    once = pickle.loads(wire, buffers=[b.raw().toreadonly() for b in buffers])
+    again = pickle.loads(pickle.dumps(once, protocol=5))
+    for f in fields(PairBatch):
+        assert np.array_equal(getattr(again, f.name), getattr(batch, f.name)), f.name

@@ -858,13 +858,13 @@ def _checkpointed(mode: str) -> bool:
     return mode in CHECKPOINT_TRACEBACK_MODES and PACK_ROWS_TRACEBACK >= 16
 
 
-
 def _thread_usage() -> tuple[float, float, int]:
     """This thread's (wall clock, CPU seconds, minor page faults) now."""
     import resource
 
     return (time.perf_counter(), time.thread_time(),
             resource.getrusage(resource.RUSAGE_THREAD).ru_minflt)
+
 
 class GPUBackend:
     """CUDA kernels through CuPy (``align.cu``): the smallest pairs one thread
