@@ -14,7 +14,9 @@ BLOSUM62, gaps 11/1. Each GPU count runs the same job through the scheduler
 streamed and checksummed, not kept: the time is the windows' (kernels, transfers,
 results to the host in input indices), from the first window to the last batch;
 reading and encoding the sequences, and sorting into input order, are left out.
-NVRTC compilation is excluded (every device runs a small job first).
+NVRTC compilation is excluded (every device runs a small job first). The
+Dask runs (``--dask``) come after the local ones, whose device memory is freed
+first: a worker process fits its windows to its device's free memory.
 
 Reported per GPU count: seconds, GCUPS (cells / seconds / 1e9), speedup over one
 GPU, efficiency (speedup / GPUs), and per GPU: windows, busy (the fraction of the
@@ -304,6 +306,9 @@ def main() -> int:
 
     # one backend per device, kept: warm-up (NVRTC) once, on every device
     backends = {d: GPUBackend(devices=[d]) for d in range(max(counts))}
+    from pairalign.scheduler import cost
+
+    cost_key = cost.model_key(backends[0], job)  # the backends go before Dask's runs
     for d, be in backends.items():
         print(f"gpu {d}: {be.describe()}", flush=True)
     # small jobs (one window each) of the longest, the shortest and random
@@ -464,14 +469,12 @@ def main() -> int:
                  "workers": r["timings"]["scheduler"]["workers"],
                  "placement": r.get("placement"), "arrivals": r.get("arrivals")}
                 for r in results]
-        from pairalign.scheduler import cost
-
-        key = cost.model_key(backends[0], job)
         Path(args.json).write_text(json.dumps({"cells": cells, "pairs": pairs,
                                                "traceback": args.traceback,
                                                "mode": args.mode, "runs": runs,
-                                               "cost_key": key,
-                                               "cost_samples": cost.samples(key)}, indent=1))
+                                               "cost_key": cost_key,
+                                               "cost_samples": cost.samples(cost_key)},
+                                              indent=1))
     return 0 if same else 1
 
 
