@@ -1434,14 +1434,6 @@ class GPUBackend:
                                   np.sum(used, axis=0)):
                 self._add(key, float(total))
 
-    @staticmethod
-    def _constant(n: int, value: int, dtype) -> np.ndarray:
-        """``n`` entries of ``value``, read-only: score-only batches' begins,
-        identities and lengths (-1) and operation offsets (0) are slices of one
-        array (:func:`pairalign.pairs.constant_column`), not new memory filled a
-        window at a time, and travel through Dask as the value alone."""
-        return constant_column(n, value, dtype)
-
     def _add(self, key: str, value: float) -> None:
         with self._timings_lock:  # the fetch thread adds too
             self.timings[key] = self.timings.get(key, 0.0) + value
@@ -2254,9 +2246,9 @@ class GPUBackend:
                 if job.traceback:
                     qb_h, tb_h, ident_h, alen_h = got[5:]
                 else:
-                    qb_h = tb_h = ident_h = alen_h = self._constant(npairs, -1, np.int32)
+                    qb_h = tb_h = ident_h = alen_h = constant_column(npairs, -1, np.int32)
                 if not job.operations:
-                    offs_h = self._constant(npairs + 1, 0, np.int64)
+                    offs_h = constant_column(npairs + 1, 0, np.int64)
             cols = dict(query=got[0], target=got[1], score=got[2], query_begin=qb_h,
                         query_end=got[3], target_begin=tb_h, target_end=got[4],
                         identities=ident_h, length=alen_h, op_offsets=offs_h,
