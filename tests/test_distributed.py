@@ -211,6 +211,45 @@ def test_cluster_ordered_stream_and_progress(cluster):
     assert done == sorted(done) and done[-1] == calls[-1][1] == 50 * 49 // 2
 
 
+def test_a_slow_window_holds_back_an_ordered_stream(cluster, monkeypatch):
+    """An ordered stream whose first window is slow submits no more than
+    ``ORDERED_TASKS_AHEAD`` x the tasks in flight meanwhile (the others would
+    all run and wait in the client's reorder buffer), then yields the local
+    run's windows."""
+    import time
+
+    from pairalign.scheduler import distributed as dist
+
+    job = job_of(100)
+    _, _, pieces, threads = dist.plan_distributed(job, cluster, CPU, width=16)
+    slow = set(pieces[0])
+    assert len(dist.task_groups(sum(map(len, pieces)), threads)) > 20
+    submitted, seen = [], []
+    submit, run_on = cluster.submit, dist._run_on
+
+    def counted(*args, **kwargs):
+        submitted.append(kwargs["key"])
+        return submit(*args, **kwargs)
+
+    def first_is_slow(job, backend, state, windows, spent=None):
+        windows = list(windows)
+        if slow & set(windows):
+            time.sleep(1.0)
+            seen.append(len(submitted))
+        return run_on(job, backend, state, windows, spent)
+
+    local = list(iter_windows(job, CPU, width=16, ordered=True))
+    monkeypatch.setattr(cluster, "submit", counted)
+    monkeypatch.setattr(dist, "_run_on", first_is_slow)  # the workers run in this process
+    got = list(dist.iter_distributed(job, cluster, backend=CPU, width=16, ordered=True,
+                                     max_inflight=2))
+    assert seen and max(seen) <= dist.ORDERED_TASKS_AHEAD * 2
+    assert len(submitted) == len(dist.task_groups(sum(map(len, pieces)), threads))
+    assert len(got) == len(local)
+    for a, b in zip(got, local):
+        same(a, b)
+
+
 def test_connect_by_address(cluster):
     address = cluster.scheduler.address
     assert address.startswith("tcp://127.0.0.1:")

@@ -25,7 +25,9 @@ client's, fetched straight from the workers where the client reaches them all
 (``DIRECT_FETCH``), else through the scheduler; at most ``2 x threads + 2``
 tasks are in flight, and as many fetched results wait (each a task's
 windows), so memory stays bounded on both sides; :func:`iter_distributed`
-yields them as they come, or in plan order. A run's ``keep`` filter runs on
+yields them as they come, or in plan order, where no task more than twice
+that past the oldest window still awaited is submitted (a slow window holds
+the run back, not every later result in the client's memory). A run's ``keep`` filter runs on
 the workers, so that only the pairs it keeps cross the network.
 """
 
@@ -395,38 +397,56 @@ class _Fetcher:
     results in the background while its caller works on earlier ones, and at
     most ``limit`` fetched results wait for the caller.
 
-    ``submit(i)`` submits item ``i`` (0 to ``count - 1``) and returns its
-    future. :meth:`next` gives ``(i, result)`` in completion order, raises a
-    task's error, and gives None once every item came; :meth:`close` cancels
-    what is left.
+    ``submit(i)`` submits item ``i`` (0 to ``count - 1``, in that order) and
+    returns its future; ``may_submit(i)``, where given, holds item ``i`` and
+    the later ones back while it is False (an ordered consumer's reorder
+    buffer), until :meth:`wake` finds it True. :meth:`next` gives ``(i,
+    result)`` in completion order, raises a task's error, and gives None once
+    every item came; :meth:`close` cancels what is left.
     """
 
-    def __init__(self, client, submit, count: int, limit: int, direct: bool):
+    def __init__(self, client, submit, count: int, limit: int, direct: bool,
+                 may_submit=None):
         from dask.distributed import as_completed
 
         self._client, self._submit, self._count, self._direct = client, submit, count, direct
+        self._limit = max(1, limit)
+        self._may_submit = may_submit
         self._completed = as_completed()
         self._running: dict = {}  # future -> item
         self._submitted = 0
         self._lock = threading.Lock()
+        self._held = threading.Condition(self._lock)  # what holds items back may change
         self._closed = False
-        self._results: queue.Queue = queue.Queue(maxsize=max(1, limit))
-        with self._lock:
-            while self._submitted < min(count, limit):
-                self._submit_next()
+        self._results: queue.Queue = queue.Queue(maxsize=self._limit)
         self._thread = threading.Thread(target=self._fetch, name="pairalign-dask-fetch",
                                         daemon=True)
         self._thread.start()
 
-    def _submit_next(self) -> None:  # under the lock
-        fut = self._submit(self._submitted)
-        self._running[fut] = self._submitted
-        self._completed.add(fut)
-        self._submitted += 1
+    def _fill(self) -> None:  # under the lock
+        while (self._submitted < self._count and len(self._running) < self._limit
+               and (self._may_submit is None or self._may_submit(self._submitted))):
+            fut = self._submit(self._submitted)
+            self._running[fut] = self._submitted
+            self._completed.add(fut)
+            self._submitted += 1
+
+    def wake(self) -> None:
+        """Look again at the items ``may_submit`` held back."""
+        with self._held:
+            self._held.notify_all()
 
     def _fetch(self) -> None:
         try:
-            for fut in self._completed:  # ends once none is running: the last came
+            for _ in range(self._count):
+                with self._held:
+                    self._fill()
+                    while not self._running and not self._closed:  # held back
+                        self._held.wait(0.5)
+                        self._fill()
+                    if self._closed:
+                        return
+                fut = next(self._completed)
                 with self._lock:
                     if self._closed:
                         return
@@ -438,8 +458,7 @@ class _Fetcher:
                 with self._lock:
                     if self._closed:
                         return
-                    if self._submitted < self._count:
-                        self._submit_next()
+                    self._fill()
                 self._put((i, result))
             self._put(None)
         except BaseException as exc:  # a task's error (or a cancelled one's) for next()
@@ -462,15 +481,21 @@ class _Fetcher:
 
     def close(self) -> None:
         """Cancel the tasks still running and let the thread go."""
-        with self._lock:
+        with self._held:
             self._closed = True
             running = list(self._running)
             self._running.clear()
+            self._held.notify_all()
         for fut in running:
             fut.cancel()
         self._thread.join(_FETCHER_JOIN_S)
 
 
+#: An ordered stream submits no task more than this many times the tasks in
+#: flight past the first task of the oldest window its consumer waits for (a
+#: window's own tasks always): a slow task then holds back the run, not the
+#: client's memory, while the results behind it wait to be yielded in order.
+ORDERED_TASKS_AHEAD = 2
 #: Windows a task holds at most: a worker's device runs a task's windows in
 #: flight together, and waits between tasks (the next task's hand-off and fit;
 #: one H200 at 1e13 cells with traceback ran 54% busy at one window a task).
@@ -523,8 +548,19 @@ def iter_distributed(job: Job, client, *, backend=None, max_memory: int = 4 << 3
     pending: dict[int, list[PairBatch]] = {}
     have = [0] * len(parents)
     next_parent = 0
-    fetcher = (_Fetcher(client, submit, len(tasks), limit, _fetches_directly(client))
-               if tasks else None)
+    first_parent = [items[t[0]][0] for t in tasks]
+    first_task: dict[int, int] = {}
+    for i, t in enumerate(tasks):
+        for k in t:
+            first_task.setdefault(items[k][0], i)
+
+    def in_reorder_bound(i: int) -> bool:  # an ordered stream's buffer stays bounded
+        p = next_parent
+        return (first_parent[i] <= p or p >= len(parents)
+                or i < first_task[p] + ORDERED_TASKS_AHEAD * limit)
+
+    fetcher = (_Fetcher(client, submit, len(tasks), limit, _fetches_directly(client),
+                        in_reorder_bound if ordered else None) if tasks else None)
     try:
         while fetcher is not None:
             t = time.perf_counter()
@@ -560,6 +596,7 @@ def iter_distributed(job: Job, client, *, backend=None, max_memory: int = 4 << 3
             while next_parent < len(parents) and have[next_parent] == parents[next_parent].pairs:
                 merged = PairBatch.concat(pending.pop(next_parent))
                 next_parent += 1
+                fetcher.wake()
                 yield _sorted_by_rank(job, merged)
         if done != total:
             raise RuntimeError(f"cluster returned {done} pairs, {total} expected")
