@@ -30,7 +30,7 @@ from .engine import format_plan, format_run_report
 from .cli_options import (OneLineErrorGroup, exit_now, handle_errors, run_kwargs,
                           run_options, scoring_kwargs, scoring_options)
 from .errors import OptionError
-from .output import atomic_output, pair_mask, write_npy, write_tsv
+from .output import atomic_outputs, pair_mask, write_npy, write_tsv
 
 
 @click.group(cls=OneLineErrorGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -116,7 +116,9 @@ def all_vs_all(input, output, fmt, no_traceback, cigar_m, no_cigar, min_score, m
                         **scoring_kwargs(params), **run)
         click.echo(format_plan(plan))
         return
-    with atomic_output(output) as handle:  # an unwritable -o fails before aligning
+    # an unwritable -o fails before aligning
+    with atomic_outputs({"-o": output}, inputs=(input,)) as opened:
+        handle = opened["-o"]
         if fmt == "npy":
             write_npy(handle, align_all(input, traceback=False, **scoring_kwargs(params),
                                         **run_kwargs(params)))
@@ -167,11 +169,12 @@ def tree_command(input, output, distances, method, distance, **params) -> None:
     """
     from .pipelines.tree import guide_tree, write_distances, write_newick
 
-    dm, tree = guide_tree(input, method=method, distance=distance,
-                          **scoring_kwargs(params), **run_kwargs(params))
-    if distances is not None:
-        write_distances(distances, dm)
-    write_newick(output, tree)
+    with atomic_outputs({"-o": output, "--distances": distances}, inputs=(input,)) as opened:
+        dm, tree = guide_tree(input, method=method, distance=distance,
+                              **scoring_kwargs(params), **run_kwargs(params))
+        if distances is not None:
+            write_distances(opened["--distances"], dm)
+        write_newick(opened["-o"], tree)
 
 
 @main.command("overlap")
@@ -198,9 +201,10 @@ def overlap_command(reads, output, min_overlap, min_identity, **params) -> None:
     kwargs = {**scoring_kwargs(params), **run_kwargs(params)}
     if kwargs.pop("mode") != "semiglobal":
         raise OptionError("overlap: alignments are semiglobal (drop --mode)")
-    table = overlap_table(reads, min_overlap=min_overlap, min_identity=min_identity,
-                          **kwargs)
-    write_paf(output, table)
+    with atomic_outputs({"-o": output}, inputs=(reads,)) as opened:
+        table = overlap_table(reads, min_overlap=min_overlap, min_identity=min_identity,
+                              **kwargs)
+        write_paf(opened["-o"], table)
 
 
 @main.command("search")
@@ -228,8 +232,12 @@ def search_command(queries, targets, output, top, fmt, **params) -> None:
     """
     from .pipelines.search import search, write_blast6, write_search_tsv
 
-    result, hits = search(queries, targets, top=top, **scoring_kwargs(params), **run_kwargs(params))
-    (write_blast6 if fmt == "blast6" else write_search_tsv)(output, result, hits)
+    if queries == targets == "-":
+        raise OptionError("QUERIES and TARGETS cannot both be standard input ('-')")
+    with atomic_outputs({"-o": output}, inputs=(queries, targets)) as opened:
+        result, hits = search(queries, targets, top=top, **scoring_kwargs(params),
+                              **run_kwargs(params))
+        (write_blast6 if fmt == "blast6" else write_search_tsv)(opened["-o"], result, hits)
 
 
 @main.command("warm")

@@ -112,8 +112,9 @@ def atomic_output(path: str | os.PathLike) -> Iterator[BinaryIO]:
     Raises
     ------
     OptionError
-        If the temporary file cannot be created (no such folder, no permission):
-        entered before a long computation, this fails early.
+        If ``path`` is a folder or the temporary file cannot be created (no
+        such folder, no permission): entered before a long computation, this
+        fails early.
 
     Examples
     --------
@@ -133,6 +134,8 @@ def atomic_output(path: str | os.PathLike) -> Iterator[BinaryIO]:
         return
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise OptionError(f"cannot write {path}: it is a folder")
     try:
         tmp = tempfile.NamedTemporaryFile(dir=folder, prefix=f".{os.path.basename(path)}.",
                                           suffix=".part", delete=False)
@@ -156,6 +159,51 @@ def atomic_output(path: str | os.PathLike) -> Iterator[BinaryIO]:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+@contextlib.contextmanager
+def atomic_outputs(paths: dict[str, str | os.PathLike | None],
+                   inputs: tuple[str | os.PathLike, ...] = ()) -> Iterator[dict]:
+    """:func:`atomic_output` for each of several outputs at once, entered before
+    any work so that a path that cannot be written fails early.
+
+    ``paths`` maps each output's option name (for the messages) to its path,
+    or None where that output was not asked for (None in the handles too).
+
+    Raises
+    ------
+    OptionError
+        Where two outputs name the same file (standard output included), or an
+        output is one of ``inputs``.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> fasta = os.path.join(tempfile.mkdtemp(), "in.fa")
+    >>> _ = open(fasta, "w").write(">a\\nMK\\n")
+    >>> with atomic_outputs({"-o": fasta}, inputs=(fasta,)):
+    ...     pass
+    Traceback (most recent call last):
+    ...
+    pairalign.errors.OptionError: -o .../in.fa is an input file: give another path
+    """
+    given = {name: os.fspath(p) for name, p in paths.items() if p is not None}
+    seen: dict[str, str] = {}
+    for name, p in given.items():
+        key = p if p == "-" else os.path.realpath(p)
+        if key in seen:
+            what = "standard output" if p == "-" else p
+            raise OptionError(f"{seen[key]} and {name} both write {what}: give one of them "
+                              f"another path")
+        seen[key] = name
+        for source in inputs:
+            source = os.fspath(source)
+            if (p != "-" and source != "-" and os.path.exists(p) and os.path.exists(source)
+                    and os.path.samefile(p, source)):
+                raise OptionError(f"{name} {p} is an input file: give another path")
+    with contextlib.ExitStack() as stack:
+        yield {name: None if p is None else stack.enter_context(atomic_output(p))
+               for name, p in paths.items()}
 
 
 def filter_pairs(batch: PairBatch, min_score: int | None = None,

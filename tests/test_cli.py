@@ -234,6 +234,47 @@ def test_unwritable_output_fails_before_aligning(fasta, tmp_path, monkeypatch):
     assert "cannot write" in res.stderr and "out.tsv" in res.stderr
 
 
+@pytest.mark.parametrize("command, module, body", [
+    (["all-vs-all"], "pairalign.cli", "iter_all"),
+    (["tree"], "pairalign.pipelines.tree", "guide_tree"),
+    (["overlap"], "pairalign.pipelines.overlap", "overlap_table"),
+    (["search", "{input}"], "pairalign.pipelines.search", "search"),
+])
+@pytest.mark.parametrize("where, message", [("no/such/out.txt", "cannot write"),
+                                            (".", "it is a folder"),
+                                            ("{input}", "is an input file")])
+def test_every_command_checks_its_output_before_aligning(fasta, tmp_path, monkeypatch,
+                                                         command, module, body, where,
+                                                         message):
+    """An output that cannot be written, a folder, or the input itself: one
+    line, status 2, before any alignment; the input is left as it was."""
+    import importlib
+
+    def never(*a, **k):
+        raise AssertionError("aligned although the output cannot be written")
+
+    monkeypatch.setattr(importlib.import_module(module), body, never)
+    source = tmp_path / "in.faa"
+    source.write_bytes(fasta.read_bytes())
+    target = str(tmp_path / where.format(input="in.faa"))
+    args = [command[0], source] + [a.format(input=source) for a in command[1:]]
+    res = run(*args, "-o", target)
+    assert res.exit_code == 2 and res.stderr.count("\n") == 1, res.stderr
+    assert message in res.stderr
+    assert source.read_bytes() == fasta.read_bytes()
+    assert sorted(os.listdir(tmp_path)) == ["in.faa"]
+
+
+def test_outputs_that_collide(fasta, tmp_path):
+    res = run("tree", fasta, "--distances", "-")
+    assert res.exit_code == 2 and "-o and --distances both write standard output" in res.stderr
+    res = run("tree", fasta, "-o", tmp_path / "t", "--distances", tmp_path / "t")
+    assert res.exit_code == 2 and "both write" in res.stderr
+    res = run("search", "-", "-", input=">a\nMKV\n")
+    assert res.exit_code == 2 and "cannot both be standard input" in res.stderr
+    assert os.listdir(tmp_path) == []
+
+
 def test_usage_errors_and_version():
     res = run("all-vs-all")
     assert res.exit_code == 2 and res.stderr.startswith("pairalign: error: Missing argument")

@@ -125,6 +125,17 @@ def test_tree_has_all_tips(adeno, method):
     assert len(tree.children) == 2  # rooted, as MSA tools want
 
 
+@pytest.mark.parametrize("method", ["upgma", "nj"])
+def test_a_tree_of_two_sequences(adeno, method):
+    """Two tips (scikit-bio's methods need three): one edge, each tip at half
+    the pair's distance."""
+    two = records_from_python(adeno.sequences[:2], ids=adeno.ids[:2])
+    dm, tree = guide_tree(two, method=method, backend="cpu")
+    assert sorted(t.name for t in tree.tips()) == sorted(two.ids)
+    assert [t.length for t in tree.tips()] == [dm[0, 1] / 2] * 2
+    assert dm[0, 1] > 0
+
+
 def test_newick_ids_verbatim():
     from skbio import TreeNode
 

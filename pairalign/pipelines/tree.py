@@ -119,13 +119,13 @@ def tree_from_distances(dm, method: Literal["upgma", "nj"] = "upgma"):
         raise OptionError(f"unknown method {method!r}: expected one of {', '.join(METHODS)}")
     if dm.shape[0] < 2:
         raise OptionError("a guide tree needs at least 2 sequences")
-    if method == "upgma":
-        return upgma(dm)
-    if dm.shape[0] < 3:  # nj needs 3; two tips make one edge
+    if dm.shape[0] < 3:  # scikit-bio's methods need 3; two tips make one edge
         from skbio import TreeNode
         a, b = dm.ids
         half = float(dm[0, 1]) / 2
         return TreeNode(children=[TreeNode(a, length=half), TreeNode(b, length=half)])
+    if method == "upgma":
+        return upgma(dm)
     # nj's tree is unrooted (three children at the top); MSA tools such as Clustal
     # Omega want a rooted guide tree: root it at the midpoint of its longest path
     return nj(dm).root_at_midpoint()
@@ -223,16 +223,24 @@ def newick_string(tree) -> str:
     return "".join(parts) + ";\n"
 
 
-def write_newick(path: str | os.PathLike, tree) -> None:
-    """The tree in Newick, written atomically (``"-"`` for standard output)."""
-    with atomic_output(path) as handle:
-        handle.write(newick_string(tree).encode())
+def _write(handle_or_path, data: bytes) -> None:
+    if isinstance(handle_or_path, (str, os.PathLike)):
+        with atomic_output(handle_or_path) as handle:
+            handle.write(data)
+    else:
+        handle_or_path.write(data)
 
 
-def write_distances(path: str | os.PathLike, dm, fmt: str = "phylip") -> None:
-    """The distance matrix, written atomically: ``phylip`` (scikit-bio's
-    ``phylip_dm``: relaxed PHYLIP, ids of any length, square layout) or
-    ``lsmat`` (tab-separated with a header row)."""
+def write_newick(handle_or_path, tree) -> None:
+    """The tree in Newick, to a binary handle or a path (written atomically;
+    ``"-"`` for standard output)."""
+    _write(handle_or_path, newick_string(tree).encode())
+
+
+def write_distances(handle_or_path, dm, fmt: str = "phylip") -> None:
+    """The distance matrix, to a binary handle or a path (written atomically):
+    ``phylip`` (scikit-bio's ``phylip_dm``: relaxed PHYLIP, ids of any length,
+    square layout) or ``lsmat`` (tab-separated with a header row)."""
     buf = io.StringIO()
     if fmt == "phylip":
         dm.write(buf, format="phylip_dm", layout="square")
@@ -240,5 +248,4 @@ def write_distances(path: str | os.PathLike, dm, fmt: str = "phylip") -> None:
         dm.write(buf, format="lsmat")
     else:
         raise OptionError(f"unknown distance format {fmt!r}: expected phylip or lsmat")
-    with atomic_output(path) as handle:
-        handle.write(buf.getvalue().encode())
+    _write(handle_or_path, buf.getvalue().encode())
