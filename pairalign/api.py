@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from typing import Callable, Iterable, Iterator, Literal, Sequence, Union
 
 import numpy as np
@@ -22,12 +23,36 @@ SequencesLike = Union[str, os.PathLike, SequenceRecords, Iterable]
 
 
 def load(sequences: SequencesLike, alphabet: str | None = None) -> SequenceRecords:
-    """Sequence records from a path (``"-"`` for stdin), records, or Python sequences."""
+    """Sequence records from a path (``"-"`` for stdin), records, or Python
+    sequences, validated against ``alphabet`` where given (records of another
+    alphabet are validated again: a letter outside it raises
+    :class:`~pairalign.errors.InputError`), else detected."""
     if isinstance(sequences, SequenceRecords):
-        return sequences
+        if alphabet is None or alphabet == sequences.alphabet:
+            return sequences
+        again = records_from_python(sequences.sequences, ids=sequences.ids, alphabet=alphabet)
+        return replace(again, descriptions=sequences.descriptions, source=sequences.source)
     if isinstance(sequences, (str, os.PathLike)):
         return read_sequences(sequences, alphabet=alphabet)
     return records_from_python(sequences, alphabet=alphabet)
+
+
+def load_pair(queries: SequencesLike, targets: SequencesLike,
+              alphabet: str | None = None) -> tuple[SequenceRecords, SequenceRecords]:
+    """Query and target records of one alphabet: ``alphabet`` where given, else
+    each set's own where they agree, and protein where one set reads as
+    protein (every DNA letter is a protein letter too).
+
+    Examples
+    --------
+    >>> q, t = load_pair(["ACGTACGT"], ["MKVLWWAE"])
+    >>> q.alphabet, t.alphabet
+    ('protein', 'protein')
+    """
+    q, t = load(queries, alphabet), load(targets, alphabet)
+    if q.alphabet != t.alphabet:
+        q, t = load(q, "protein"), load(t, "protein")
+    return q, t
 
 
 def _check_mode(mode: str) -> None:
@@ -263,8 +288,7 @@ def iter_many(
     ...  for part in pairalign.iter_many(["HEAGAWGHEE"], ["PAWHEAE", "HEAGAWGHEE"])]
     [[17, 62]]
     """
-    q = load(queries, alphabet)
-    t = load(targets, alphabet or q.alphabet)
+    q, t = load_pair(queries, targets, alphabet)
     scoring = make_scoring(q.alphabet, matrix, gap_open, gap_extend, match, mismatch)
     yield from _iter(q, t, mode, scoring, traceback, backend, threads, devices, max_memory,
                      window, progress, client, cigar, timings, ordered, keep)
@@ -315,7 +339,7 @@ def align_many(
     """Align every query with every target (a rectangle of pairs).
 
     Parameters are those of :func:`align_all`; the alphabet is detected from
-    the queries and the targets must match it.
+    both sets (protein where either reads as protein: :func:`load_pair`).
 
     Examples
     --------
@@ -324,8 +348,7 @@ def align_many(
     >>> res.scores.tolist()
     [[17, 62]]
     """
-    q = load(queries, alphabet)
-    t = load(targets, alphabet or q.alphabet)
+    q, t = load_pair(queries, targets, alphabet)
     scoring = make_scoring(q.alphabet, matrix, gap_open, gap_extend, match, mismatch)
     return _run(q, t, mode, scoring, traceback, backend, threads, devices, max_memory,
                 window, progress, client, cigar)

@@ -26,6 +26,34 @@ CPU = {"backend": "cpu", "threads": 2}
 # ---------------------------------------------------------------------------------
 
 
+def test_queries_and_targets_of_two_alphabets_align_as_protein():
+    """A query set that reads as DNA against protein targets (records or
+    strings): both validated and scored as protein, never a protein letter
+    through the DNA table."""
+    dna, prot = ["ACGTACGTAC", "GATTACA"], ["MKVLWWAEEQ", "HEAGAWGHEE"]
+    ref = pairalign.align_many(dna, prot, mode="global", alphabet="protein", **CPU)
+    for q, t in ((dna, prot), (pairalign.load(dna), pairalign.load(prot)),
+                 (prot, dna)):
+        res = pairalign.align_many(q, t, mode="global", **CPU)
+        assert res.scoring.alphabet == "protein"
+        if q is prot:
+            assert res.scores.tolist() == ref.scores.T.tolist()
+        else:
+            assert res.scores.tolist() == ref.scores.tolist()
+            assert [a.cigar for a in res] == [a.cigar for a in ref]
+
+
+def test_records_follow_a_forced_alphabet():
+    """``alphabet=`` forces records loaded under another alphabet: validated
+    again (a letter outside it is an InputError), scored under it."""
+    recs = pairalign.load(["ACGTACGTAC", "ACGTTCGTAC"], alphabet="protein")
+    assert pairalign.align_all(recs, alphabet="dna", **CPU).scoring.alphabet == "dna"
+    assert (pairalign.align_all(recs, alphabet="dna", **CPU).scores.tolist()
+            == pairalign.align_all(["ACGTACGTAC", "ACGTTCGTAC"], **CPU).scores.tolist())
+    with pytest.raises(InputError, match="position 4: invalid character 'L' for dna"):
+        pairalign.align_all(pairalign.load(["MKVLWWAEEQ", "HEAGAWGHEE"]), alphabet="dna")
+
+
 def test_path_inputs(data_dir, tmp_path):
     path = data_dir / "adeno_fiber.faa"
     recs = pairalign.read_sequences(path)
