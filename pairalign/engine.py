@@ -136,20 +136,40 @@ class Backend(Protocol):
     def fit_memory(self, job: Job, budget: int) -> int: ...
 
 
+_MEMORY_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
 def parse_memory(text: str | int) -> int:
-    """Bytes from ``4G``, ``512M``, ``100000`` and the like."""
-    if isinstance(text, int):
-        return text
-    units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-    s = str(text).strip().upper().removesuffix("B").removesuffix("I")
-    num, unit = (s[:-1], s[-1]) if s and s[-1] in units else (s, "")
-    try:
-        value = float(num) * units[unit]
-    except ValueError:
-        raise OptionError(f"bad memory size {text!r}: expected e.g. 4G, 512M") from None
+    """Bytes from ``4G``, ``512M``, ``100000`` and the like.
+
+    Raises
+    ------
+    OptionError
+        For anything but a positive, finite size.
+    """
+    if isinstance(text, int) and not isinstance(text, bool):
+        value: float = text
+    else:
+        s = str(text).strip().upper().removesuffix("B").removesuffix("I")
+        num, unit = (s[:-1], s[-1]) if s and s[-1] in _MEMORY_UNITS else (s, "")
+        try:
+            value = float(num) * _MEMORY_UNITS[unit]
+        except ValueError:
+            value = math.nan
+        if not math.isfinite(value):
+            raise OptionError(f"bad memory size {text!r}: expected e.g. 4G, 512M")
     if value <= 0:
         raise OptionError(f"memory size must be positive, got {text!r}")
     return int(value)
+
+
+def format_memory(n: int) -> str:
+    """A size in bytes as text, in the largest unit it reaches (3 significant
+    digits): ``format_memory(3 << 19)`` is ``'1.5 MiB'``."""
+    for unit in ("T", "G", "M", "K"):
+        if n >= _MEMORY_UNITS[unit]:
+            return f"{n / _MEMORY_UNITS[unit]:.3g} {unit}iB"
+    return f"{n} bytes"
 
 
 def window_width(job: Job, backend: Backend, max_memory: int,
@@ -159,10 +179,11 @@ def window_width(job: Job, backend: Backend, max_memory: int,
     if backend.task_memory(job) > max_memory:
         n, m = int(job.rows.lengths[0]), int(job.col_set.lengths[0])
         raise OptionError(
-            f"--max-memory {max_memory / 2**20:.0f} MiB is too small for the traceback "
-            f"of sequences of {n} x {m}: it needs "
-            f"{backend.task_memory(job) / 2**20:.0f} MiB "
-            f"(or use --no-traceback)")
+            f"the memory budget (--max-memory, max_memory) of {format_memory(max_memory)} "
+            f"is too small for sequences of {n} x {m}"
+            f"{' with traceback' if job.traceback else ''}: it needs "
+            f"{format_memory(backend.task_memory(job))}"
+            f"{' (or drop the traceback)' if job.traceback else ''}")
     fixed = backend.fit_memory(job, max_memory)
     if width is not None:
         if width <= 0 or width % BLOCK:

@@ -26,7 +26,10 @@ MATRIX_NAMES = ("BLOSUM45", "BLOSUM50", "BLOSUM62", "BLOSUM80", "BLOSUM90",
 PROTEIN_DEFAULTS = {"matrix": "BLOSUM62", "gap_open": 11, "gap_extend": 1}
 DNA_DEFAULTS = {"match": 2, "mismatch": -3, "gap_open": 5, "gap_extend": 2}
 
-#: Letters read as another where the matrix lacks them.
+#: Letters read as another where the matrix lacks them: they take its code, so
+#: identities count them as that letter (U against O is an identity, as X
+#: against X). Codes of their own would make the protein matrices 27 letters,
+#: past the 24 that the GPU's warp kernels hold (``gpu_backend._profile_fits``).
 _FALLBACK = {"U": "X", "O": "X", "J": "X", "B": "X", "Z": "X", "*": "X"}
 _DNA_FALLBACK = {"U": "T"}
 
@@ -111,16 +114,19 @@ class Scoring:
                     raise OptionError(f"matrix {name} does not score DNA (A, C, G, T)")
             else:
                 name = "match/mismatch"
-                match = DNA_DEFAULTS["match"] if match is None else match
-                mismatch = DNA_DEFAULTS["mismatch"] if mismatch is None else mismatch
+                match = _integer("match", DNA_DEFAULTS["match"] if match is None else match)
+                mismatch = _integer("mismatch",
+                                    DNA_DEFAULTS["mismatch"] if mismatch is None else mismatch)
+                if max(abs(match), abs(mismatch)) >= INT32_LIMIT // 4:
+                    raise OptionError(f"match/mismatch scores too large ({match}, {mismatch})")
                 letters = DNA_LETTERS.replace("U", "")
-                scores = np.full((len(letters), len(letters)), int(mismatch), dtype=np.int32)
+                scores = np.full((len(letters), len(letters)), mismatch, dtype=np.int32)
                 for k in range(4):  # only A, C, G, T identities score a match
-                    scores[k, k] = int(match)
+                    scores[k, k] = match
             gap_open = DNA_DEFAULTS["gap_open"] if gap_open is None else gap_open
             gap_extend = DNA_DEFAULTS["gap_extend"] if gap_extend is None else gap_extend
             lookup = _lookup(letters, DNA_LETTERS, {**{c: "N" for c in DNA_LETTERS}, **_DNA_FALLBACK})
-        gap_open, gap_extend = int(gap_open), int(gap_extend)
+        gap_open, gap_extend = _integer("gap open", gap_open), _integer("gap extend", gap_extend)
         if gap_open < 0 or gap_extend < 0:
             raise OptionError(f"gap costs must be >= 0 (got open {gap_open}, extend {gap_extend})")
         if gap_open < gap_extend:
@@ -234,6 +240,19 @@ def _named_matrix(name: str) -> tuple[np.ndarray, str]:
             np.savez(handle, scores=scores, letters=np.array(letters))
         os.replace(tmp, cached)
     return scores, letters
+
+
+def _integer(name: str, value) -> int:
+    """``value`` as an int where it is a whole number (``2`` or ``2.0``): scores
+    are integers, and a fraction is refused, not truncated."""
+    try:
+        whole = int(value)
+        exact = whole == value
+    except (TypeError, ValueError, OverflowError):
+        exact = False
+    if not exact or isinstance(value, bool):
+        raise OptionError(f"{name} must be a whole number, got {value!r}")
+    return whole
 
 
 def _lookup(letters: str, accepted: str, fallback: dict[str, str]) -> np.ndarray:

@@ -43,6 +43,18 @@ def test_queries_and_targets_of_two_alphabets_align_as_protein():
             assert [a.cigar for a in res] == [a.cigar for a in ref]
 
 
+@pytest.mark.parametrize("scores", [dict(match=2.9), dict(mismatch=-3.7),
+                                    dict(gap_open=5.5), dict(gap_extend=0.5)])
+def test_fractional_scores_are_refused(scores):
+    with pytest.raises(OptionError, match="must be a whole number"):
+        pairalign.align_pair("ACGTA", "ACTTA", alphabet="dna", **scores)
+    whole = {k: float(round(v)) for k, v in scores.items()}
+    if whole.get("gap_extend", 0) <= whole.get("gap_open", 5):
+        assert (pairalign.align_pair("ACGTA", "ACTTA", alphabet="dna", **whole).score
+                == pairalign.align_pair("ACGTA", "ACTTA", alphabet="dna",
+                                        **{k: int(v) for k, v in whole.items()}).score)
+
+
 def test_records_follow_a_forced_alphabet():
     """``alphabet=`` forces records loaded under another alphabet: validated
     again (a letter outside it is an InputError), scored under it."""
