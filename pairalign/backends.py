@@ -86,6 +86,14 @@ def get_backend(name: str = "auto", threads: int | None = None,
         from .kernels.gpu_backend import GPUBackend
 
         return GPUBackend(devices=_gpu_devices(devices))
+    if devices is not None and len(devices):
+        import warnings
+
+        from .errors import CPUFallbackWarning
+
+        why = "the CPU backend was asked for" if name == "cpu" else "CuPy sees no GPU"
+        warnings.warn(f"devices {','.join(map(str, devices))} were given, but {why}: "
+                      f"the run is on the CPU", CPUFallbackWarning, stacklevel=2)
     from .kernels.cpu_backend import CPUBackend
 
     return CPUBackend(threads=threads)

@@ -24,10 +24,13 @@ from __future__ import annotations
 
 import functools
 import importlib
+import contextlib
 import os
+import signal
 import sys
+import threading
 import warnings
-from typing import Callable, NoReturn
+from typing import Callable, Iterator, NoReturn
 
 import click
 
@@ -160,11 +163,11 @@ def exit_now(code: int | str | None) -> NoReturn:
         sys.stdout.flush()
     except BrokenPipeError:
         code = EXIT_BROKEN_PIPE
-    except (OSError, ValueError):  # closed or broken otherwise: nothing left to say
+    except (OSError, ValueError, AttributeError):  # closed (None where never open)
         pass
     try:
         sys.stderr.flush()
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError):
         pass
     if "distributed" in sys.modules:
         if code == EXIT_BROKEN_PIPE:
@@ -173,13 +176,44 @@ def exit_now(code: int | str | None) -> NoReturn:
     os._exit(code)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised in the main thread as an interrupt is, so that
+    every ``with`` block it crosses (:func:`~pairalign.output.atomic_output`'s
+    removal of its temporary file among them) cleans up."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _terminate(signum, frame) -> NoReturn:
+    raise Terminated(signum)
+
+
+@contextlib.contextmanager
+def _terminations_interrupt() -> Iterator[None]:
+    """SIGTERM and SIGHUP raise :class:`Terminated` while the block runs (in the
+    main thread only: elsewhere signals cannot be handled); then the handlers
+    are restored."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    saved = {s: signal.signal(s, _terminate) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, handler in saved.items():
+            signal.signal(s, handler)
+
+
 def handle_errors(f: Callable) -> Callable:
     """Decorate a command's body with pairalign's error policy.
 
     :class:`~pairalign.errors.PairAlignError` (``InputError``, ``OptionError``)
     gives one line ``pairalign: error: <message>`` on stderr and exit status 2
     (1 for a :class:`~pairalign.errors.DeviceError`);
-    ``KeyboardInterrupt`` exits 130 (after the ``with`` blocks it crossed,
+    ``KeyboardInterrupt`` exits 130, SIGTERM and SIGHUP 143 and 129
+    (:class:`Terminated`; after the ``with`` blocks they crossed,
     :func:`~pairalign.output.atomic_output` among them, have cleaned up); a
     broken pipe on stdout exits 141 without a word; ``MemoryError`` and other
     ``OSError`` (disk full) one line and status 2 and 1. Other exceptions are
@@ -198,7 +232,7 @@ def handle_errors(f: Callable) -> Callable:
                 start_numba_when_needed()
             else:
                 start_numba()
-            with warnings.catch_warnings():
+            with warnings.catch_warnings(), _terminations_interrupt():
                 shown = warnings.showwarning
 
                 def show(message, category, *where, **kw):
@@ -212,6 +246,9 @@ def handle_errors(f: Callable) -> Callable:
             fail(str(err), status=1)
         except PairAlignError as err:
             fail(str(err))
+        except Terminated as exc:
+            say(f"terminated ({exc})")
+            sys.exit(128 + exc.signum)
         except KeyboardInterrupt:
             say("interrupted")
             sys.exit(EXIT_INTERRUPTED)

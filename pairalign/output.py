@@ -129,6 +129,8 @@ def atomic_output(path: str | os.PathLike) -> Iterator[BinaryIO]:
     (b'partial', ['out.txt'])
     """
     if str(path) == "-":
+        if sys.stdout is None:  # started with standard output closed
+            raise OptionError("standard output is closed: give -o PATH")
         yield sys.stdout.buffer
         sys.stdout.buffer.flush()
         return

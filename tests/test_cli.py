@@ -182,6 +182,7 @@ def test_stdin_and_gzip(fasta, tmp_path):
 # ---------------------------------------------------------------------------------
 
 GOOD = b">a\nMKVLAAGHW\n>b\nMKVLSAGHW\n"
+DNA = b">a\nACGTACGTTGCA\n>b\nACGTTCGTTGCA\n"
 
 
 @pytest.mark.parametrize("content,args,needles", [
@@ -202,6 +203,12 @@ GOOD = b">a\nMKVLAAGHW\n>b\nMKVLSAGHW\n"
     (GOOD, ["--format", "npy", "-o", "x.npy", "--min-score", "3"], ["--min-score", "tsv"]),
     (GOOD, ["--no-traceback", "--min-identity", "0.5"], ["--min-identity", "--no-traceback"]),
     (GOOD, ["--min-identity", "1.5"], ["--min-identity"]),
+    (GOOD, ["--max-memory", "nanG"], ["--max-memory", "nanG"]),
+    (GOOD, ["--max-memory", "infG"], ["--max-memory", "infG"]),
+    (GOOD, ["--max-memory", "1K"], ["1 KiB is too small", "with traceback", "KiB"]),
+    (DNA, ["--mismatch", "-3000000000"], ["too large", "-3000000000"]),
+    (DNA, ["--match", "3000000000"], ["too large"]),
+    (GOOD, ["--cluster", "garbage"], ["no Dask scheduler at garbage"]),
 ])
 def test_errors_are_one_line_exit_2(tmp_path, monkeypatch, content, args, needles):
     monkeypatch.chdir(tmp_path)
@@ -275,6 +282,29 @@ def test_outputs_that_collide(fasta, tmp_path):
     assert os.listdir(tmp_path) == []
 
 
+def test_closed_standard_output(fasta, tmp_path):
+    """Standard output closed at the start (a real process): a run that writes
+    to a file exits 0, one that would write to standard output says so."""
+    out = tmp_path / "out.tsv"
+    cmd = [sys.executable, "-m", "pairalign", "all-vs-all", str(fasta), "--threads", "2",
+           "--no-traceback"]
+    proc = subprocess.run(cmd + ["-o", str(out)], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, timeout=300, close_fds=True,
+                          preexec_fn=lambda: os.close(1))
+    assert proc.returncode == 0 and proc.stderr == b"" and out.stat().st_size > 0
+    proc = subprocess.run(cmd, stderr=subprocess.PIPE, timeout=300,
+                          preexec_fn=lambda: os.close(1))
+    assert proc.returncode == 2
+    assert proc.stderr == b"pairalign: error: standard output is closed: give -o PATH\n"
+
+
+def test_devices_without_a_gpu_backend_warn(fasta):
+    res = run("all-vs-all", fasta, "--backend", "cpu", "--devices", "0", "--no-traceback")
+    assert res.exit_code == 0
+    assert res.stderr == ("pairalign: warning: devices 0 were given, but the CPU backend "
+                          "was asked for: the run is on the CPU\n")
+
+
 def test_usage_errors_and_version():
     res = run("all-vs-all")
     assert res.exit_code == 2 and res.stderr.startswith("pairalign: error: Missing argument")
@@ -327,6 +357,37 @@ def test_interrupt_while_aligning(fasta, tmp_path, monkeypatch):
     monkeypatch.setattr(cli, "align_all", interrupted)
     res = run("all-vs-all", fasta, "-o", tmp_path / "out.tsv", "--format", "npy")
     assert res.exit_code == 130 and os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP"])
+def test_a_terminated_run_leaves_no_file(tmp_path, signame):
+    """SIGTERM or SIGHUP to a running command (a real process): one line, status
+    128 + the signal, and the temporary output file removed."""
+    import signal
+    import time
+
+    rng = np.random.default_rng(5)
+    source = tmp_path / "in.faa"
+    source.write_text("".join(f">s{k}\n{''.join(rng.choice(list('ACDEFGHIKLMNPQRSTVWY'), 400))}\n"
+                              for k in range(600)))
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "pairalign", "all-vs-all", str(source),
+                             "-o", str(out / "all.tsv"), "--threads", "1", "--backend", "cpu"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while not os.listdir(out) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert proc.poll() is None, proc.communicate()  # still aligning: 1.4e10 cells
+        time.sleep(0.5)
+        proc.send_signal(getattr(signal, signame))
+        _, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 128 + getattr(signal, signame), err
+    assert err.decode() == f"pairalign: terminated ({signame})\n"
+    assert os.listdir(out) == []
 
 
 def test_a_lost_device_is_one_line_and_status_1(fasta, tmp_path, monkeypatch):

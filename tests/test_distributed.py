@@ -250,6 +250,38 @@ def test_a_slow_window_holds_back_an_ordered_stream(cluster, monkeypatch):
         same(a, b)
 
 
+@pytest.mark.parametrize("address", ["garbage", "http://127.0.0.1:8786", "not-dask"])
+def test_connect_says_when_no_scheduler_answers(address):
+    """A malformed address, or a service that is not Dask's (here one that
+    answers every connection with HTTP): one OptionError naming the address."""
+    import socket
+    import threading
+
+    server = None
+    if address == "not-dask":
+        server = socket.socket()
+        server.bind(("127.0.0.1", 0))
+        server.listen(8)
+        address = f"tcp://127.0.0.1:{server.getsockname()[1]}"
+
+        def answer():
+            while True:
+                try:
+                    conn, _ = server.accept()
+                except OSError:
+                    return
+                with conn:
+                    conn.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n" * 4)
+
+        threading.Thread(target=answer, daemon=True).start()
+    try:
+        with pytest.raises(OptionError, match=f"no Dask scheduler at {address}"):
+            connect(address, timeout=10)
+    finally:
+        if server is not None:
+            server.close()
+
+
 def test_connect_by_address(cluster):
     address = cluster.scheduler.address
     assert address.startswith("tcp://127.0.0.1:")

@@ -51,15 +51,27 @@ _RETRY_DEPTH = 3
 
 
 def connect(address: str, timeout: float = 30.0):
-    """A ``dask.distributed.Client`` for a scheduler at ``address`` (``tcp://HOST:PORT``)."""
+    """A ``dask.distributed.Client`` for a scheduler at ``address`` (``tcp://HOST:PORT``).
+
+    Raises
+    ------
+    OptionError
+        Where Dask is not installed, or no Dask scheduler answers at
+        ``address`` within ``timeout`` seconds (a malformed address, a refused
+        connection, a service that is not Dask's).
+    """
+    from ..errors import OptionError
+
     try:
         from dask.distributed import Client
     except ImportError as exc:  # pragma: no cover - depends on the install
-        from ..errors import OptionError
-
         raise OptionError("--cluster needs dask[distributed]: pip install "
                           "'pairalign[distributed]'") from exc
-    return Client(address, timeout=timeout)
+    try:
+        return Client(address, timeout=timeout)
+    except Exception as exc:  # a garbage frame read as a length: a MemoryError among them
+        why = " ".join(str(exc).split()) or type(exc).__name__
+        raise OptionError(f"no Dask scheduler at {address}: {why}") from None
 
 
 # ---------------------------------------------------------------------------------
