@@ -251,9 +251,11 @@ def test_a_slow_window_holds_back_an_ordered_stream(cluster, monkeypatch):
 
 
 @pytest.mark.parametrize("address", ["garbage", "http://127.0.0.1:8786", "not-dask"])
-def test_connect_says_when_no_scheduler_answers(address):
+def test_connect_says_when_no_scheduler_answers(cluster, address):
     """A malformed address, or a service that is not Dask's (here one that
-    answers every connection with HTTP): one OptionError naming the address."""
+    answers every connection with HTTP): one OptionError naming the address.
+    The failed client stays Dask's default one; a run on another client
+    still completes (it waited on the default client's loop)."""
     import socket
     import threading
 
@@ -280,6 +282,8 @@ def test_connect_says_when_no_scheduler_answers(address):
     finally:
         if server is not None:
             server.close()
+    job = job_of(30)
+    same(run_job(job, CPU, width=16, client=cluster), run_job(job, CPU, width=16))
 
 
 def test_connect_by_address(cluster):

@@ -424,7 +424,7 @@ class _Fetcher:
         self._client, self._submit, self._count, self._direct = client, submit, count, direct
         self._limit = max(1, limit)
         self._may_submit = may_submit
-        self._completed = as_completed()
+        self._completed = as_completed(loop=client.loop)  # not the default client's
         self._running: dict = {}  # future -> item
         self._submitted = 0
         self._lock = threading.Lock()
