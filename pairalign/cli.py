@@ -222,7 +222,8 @@ def overlap_command(reads, output, min_overlap, min_identity, **params) -> None:
 @run_options
 @handle_errors
 def search_command(queries, targets, output, top, fmt, **params) -> None:
-    """Align every query of QUERIES with every target of TARGETS.
+    """Align every query of QUERIES with every target of TARGETS (the
+    alphabet detected from both: protein where either file reads as protein).
 
     \b
     blast6 columns: qseqid sseqid pident length mismatch gapopen qstart qend
