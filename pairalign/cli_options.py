@@ -22,9 +22,9 @@ other I/O errors (disk full) give one line and status 1.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
-import contextlib
 import os
 import signal
 import sys
