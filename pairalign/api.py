@@ -188,11 +188,11 @@ def align_all(
     Notes
     -----
     Each pair is aligned from its longer sequence's side (of two of one
-    length, the first's; the order of the
-    dynamic programming's ties: diagonal, then gaps, the first best end
-    cell). Where several alignments reach the best score, the one given may
-    differ from :func:`align_pair`'s or :func:`align_many`'s for the same two
-    sequences (which align the query as given); scores never differ.
+    length, the first's), and the dynamic programming breaks ties in one
+    order (diagonal, then gaps; the first best end cell). Where several
+    alignments reach the best score, the one given may differ from
+    :func:`align_pair`'s or :func:`align_many`'s for the same two sequences
+    (which align the query as given); scores never differ.
 
     Examples
     --------
