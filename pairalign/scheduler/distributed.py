@@ -27,8 +27,9 @@ tasks are in flight, and as many fetched results wait (each a task's
 windows), so memory stays bounded on both sides; :func:`iter_distributed`
 yields them as they come, or in plan order, where no task more than twice
 that past the oldest window still awaited is submitted (a slow window holds
-the run back, not every later result in the client's memory). A run's ``keep`` filter runs on
-the workers, so that only the pairs it keeps cross the network.
+the run back, not every later result in the client's memory). A run's
+``keep`` filter runs on the workers, so that only the pairs it keeps cross
+the network.
 """
 
 from __future__ import annotations
