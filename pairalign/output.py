@@ -107,7 +107,10 @@ def atomic_output(path: str | os.PathLike) -> Iterator[BinaryIO]:
     on any exception (``KeyboardInterrupt`` included), which is re-raised: no
     half-written file that looks complete ever exists, and an existing file at
     ``path`` is left as it was. The file gets the permissions of a newly created
-    one (``0o666 & ~umask``). ``"-"`` writes to standard output (binary).
+    one (``0o666 & ~umask``). ``"-"`` writes to standard output (binary); a
+    symbolic link is written through (its target replaced, the link kept); a
+    path that exists and is not a regular file (a device, a FIFO such as
+    ``/dev/stdout``) is written directly.
 
     Raises
     ------
@@ -135,11 +138,16 @@ def atomic_output(path: str | os.PathLike) -> Iterator[BinaryIO]:
         sys.stdout.buffer.flush()
         return
     path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):
         raise OptionError(f"cannot write {path}: it is a folder")
+    if os.path.exists(path) and not os.path.isfile(path):  # a device, a FIFO: as it is
+        with open(path, "wb") as handle:
+            yield handle
+        return
+    real = os.path.realpath(path)  # a symbolic link is written through, not replaced
+    folder = os.path.dirname(real)
     try:
-        tmp = tempfile.NamedTemporaryFile(dir=folder, prefix=f".{os.path.basename(path)}.",
+        tmp = tempfile.NamedTemporaryFile(dir=folder, prefix=f".{os.path.basename(real)}.",
                                           suffix=".part", delete=False)
     except OSError as exc:
         raise OptionError(f"cannot write {path}: {exc.strerror or exc}") from None
@@ -150,7 +158,7 @@ def atomic_output(path: str | os.PathLike) -> Iterator[BinaryIO]:
                 yield tmp
             tmp.flush()
             os.fsync(tmp.fileno())
-        os.replace(tmp.name, path)
+        os.replace(tmp.name, real)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp.name)

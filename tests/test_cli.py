@@ -305,6 +305,28 @@ def test_devices_without_a_gpu_backend_warn(fasta):
                           "was asked for: the run is on the CPU\n")
 
 
+def test_outputs_through_links_and_fifos(tmp_path):
+    """A symbolic link is written through (its target replaced, the link
+    kept); a FIFO (as /dev/stdout may be) is written directly."""
+    import threading
+
+    (tmp_path / "real.txt").write_text("old")
+    (tmp_path / "link.txt").symlink_to("real.txt")
+    with output.atomic_output(tmp_path / "link.txt") as handle:
+        handle.write(b"new")
+    assert (tmp_path / "link.txt").is_symlink() and (tmp_path / "real.txt").read_text() == "new"
+    assert sorted(os.listdir(tmp_path)) == ["link.txt", "real.txt"]
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    with output.atomic_output(fifo) as handle:
+        handle.write(b"through")
+    reader.join(10)
+    assert got == [b"through"]
+
+
 def test_usage_errors_and_version():
     res = run("all-vs-all")
     assert res.exit_code == 2 and res.stderr.startswith("pairalign: error: Missing argument")
