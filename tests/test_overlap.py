@@ -204,3 +204,18 @@ def test_write_paf_handle(table):
     b = io.BytesIO()
     write_paf(b, table)
     assert b.getvalue().decode().count("\n") == len(table)
+
+
+def test_an_identity_equal_to_the_threshold_passes():
+    """55 identical columns of 100 pass min_identity=0.55 (0.55 * 100 is
+    55.00000000000001 in floating point)."""
+    rng = random.Random(3)
+    a = "".join(rng.choice("ACGT") for _ in range(100))
+    b = list(a)
+    for k in rng.sample(range(100), 45):
+        b[k] = rng.choice("ACGT".replace(a[k], ""))
+    kw = dict(min_overlap=50, match=5, mismatch=-1, gap_open=50, gap_extend=10, backend="cpu")
+    (o,) = find_overlaps([a, "".join(b)], min_identity=0.54, **kw)
+    assert (o.matches, o.aligned_length) == (55, 100)
+    assert len(find_overlaps([a, "".join(b)], min_identity=0.55, **kw)) == 1
+    assert find_overlaps([a, "".join(b)], min_identity=0.56, **kw) == []

@@ -143,9 +143,17 @@ def test_newick_ids_verbatim():
                                ids=["SPIKE_ADE08/182-358", "P1;1knb", "c_d", "x'y"])
     dm, tree = guide_tree(recs, backend="cpu")
     text = newick_string(tree)
-    assert "SPIKE_ADE08/182-358:" in text and "'P1;1knb':" in text and "'x''y':" in text
-    back = TreeNode.read(io.StringIO(text), format="newick", convert_underscores=False)
+    assert "'SPIKE_ADE08/182-358':" in text and "'P1;1knb':" in text and "'x''y':" in text
+    # quoted, an underscore is an underscore to every Newick reader (unquoted, a space)
+    back = TreeNode.read(io.StringIO(text), format="newick")
     assert sorted(t.name for t in back.tips()) == sorted(recs.ids)
+
+
+def test_score_distance_of_sequences_that_score_nothing_against_themselves():
+    """A run of N scores below 0 against itself: two of them are still at 0."""
+    recs = records_from_python(["ACGTACGTAC", "NNNNNNNNNN", "NNNNNNNNNN"], alphabet="dna")
+    dm, _ = guide_tree(recs, distance="score", backend="cpu")
+    assert dm[1, 2] == 0 and (dm.data >= 0).all()
 
 
 def test_writers(tmp_path, result):

@@ -4,7 +4,7 @@ other read, on both strands, classified and written as PAF.
 Every pair of reads ``i < j`` is aligned twice in semiglobal mode (end gaps
 free): read ``i`` against read ``j`` (strand ``+``) and read ``i`` against the
 reverse complement of read ``j`` (strand ``-``). Per pair the better-scoring
-strand is kept. With ``qb, qe`` the aligned range of the query (read ``i``),
+strand of those that pass the thresholds below is kept. With ``qb, qe`` the aligned range of the query (read ``i``),
 ``tb, te`` that of the target in the orientation aligned (``j`` or its reverse
 complement), and ``T`` = :data:`END_TOLERANCE` bases:
 
@@ -40,7 +40,7 @@ import numpy as np
 
 from ..cigar import format_cigars
 from ..errors import OptionError
-from ..output import atomic_output
+from ..output import atomic_output, pair_mask
 
 #: Unaligned bases tolerated at each end of a read for it to count as contained.
 END_TOLERANCE = 10
@@ -179,10 +179,11 @@ def _reverse_pairs(recs, rc, opts, keep):
 
 
 def _candidates(batch, qlen, tlen, min_overlap, min_identity):
-    """Mask of the pairs passing the thresholds."""
+    """Mask of the pairs passing the thresholds (the identity compared as
+    :func:`~pairalign.output.pair_mask` compares it: an identity equal to the
+    threshold passes)."""
     ov = np.minimum(batch.query_end - batch.query_begin, batch.target_end - batch.target_begin)
-    return (ov >= min_overlap) & (batch.length > 0) & \
-        (batch.identities >= min_identity * np.maximum(batch.length, 1))
+    return (ov >= min_overlap) & (batch.length > 0) & pair_mask(batch, None, min_identity)
 
 
 def overlap_table(reads, min_overlap: int = 100, min_identity: float = 0.8,

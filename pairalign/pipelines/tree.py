@@ -18,7 +18,11 @@ Distances (``kind``), for each pair ``i, j`` of an all-vs-all result:
     global self-alignment score under any matrix whose diagonal dominates its
     rows, BLOSUM62 and the DNA match/mismatch matrix included). Identical
     sequences are at 0; a negative ``S_ij`` (possible in global mode) gives a
-    distance above 1. Works without traceback.
+    distance above 1. Where ``min(S_ii, S_jj)`` is 0 or less (a sequence of N
+    or X alone scores nothing against itself), the distance is
+    ``min(S_ii, S_jj) - S_ij``, floored at 0 (the same formula over a
+    denominator of 1), so identical sequences stay at 0. Works without
+    traceback.
 
 The diagonal is 0 and the matrix symmetric. Guide trees are built by
 scikit-bio (:func:`skbio.tree.upgma`, :func:`skbio.tree.nj`) from the
@@ -44,8 +48,9 @@ KIMURA_MAX = 5.0
 DISTANCES = ("identity", "kimura", "score")
 METHODS = ("upgma", "nj")
 
-#: Characters that a Newick name cannot hold unquoted.
-_NEWICK_SPECIAL = set("()[]':;, \t\n")
+#: Characters that a Newick name cannot hold unquoted (an unquoted ``_`` is read
+#: as a space; Clustal Omega reads quoted names as they are).
+_NEWICK_SPECIAL = set("()[]':;,_ \t\n")
 
 
 def _identity_distances(result) -> np.ndarray:
@@ -98,8 +103,8 @@ def _put_distances(out: np.ndarray, result, kind: str, self_scores) -> None:
     both of each pair's places (``self_scores``: for ``score`` distances)."""
     p = result.pairs
     if kind == "score":
-        denom = np.minimum(self_scores[p.query], self_scores[p.target]).astype(np.float64)
-        d = np.maximum(1.0 - p.score / np.maximum(denom, 1.0), 0.0)
+        least = np.minimum(self_scores[p.query], self_scores[p.target]).astype(np.float64)
+        d = np.maximum((least - p.score) / np.maximum(least, 1.0), 0.0)
     else:
         d = _identity_distances(result)
         if kind == "kimura":
