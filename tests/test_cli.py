@@ -561,6 +561,7 @@ def test_a_budget_that_holds_fewer_threads_says_so(tmp_path):
     """Long reads with traceback: a --max-memory that holds one thread's
     task of the two asked for, even checkpointed, runs one, says so in one
     line, and writes what two write."""
+    from pairalign.engine import format_memory
     from pairalign.job import Job, SortedSet
     from pairalign.kernels.cpu_backend import CPUBackend
     from pairalign.scoring import Scoring
@@ -574,9 +575,9 @@ def test_a_budget_that_holds_fewer_threads_says_so(tmp_path):
     budget = per * 3 // 2
     res = ok("all-vs-all", fa, "-o", tmp_path / "one.tsv", "--backend", "cpu",
              "--threads", 2, "--max-memory", budget, "-q")
-    assert res.stderr == (f"pairalign: warning: the memory budget of {budget / 2**20:.0f} "
-                          f"MiB (--max-memory) holds the working buffers of 1 of 2 CPU "
-                          f"threads for sequences of 1500 x 1500 ({per / 2**20:.0f} MiB a "
+    assert res.stderr == (f"pairalign: warning: the memory budget of {format_memory(budget)} "
+                          f"(--max-memory) holds the working buffers of 1 of 2 CPU "
+                          f"threads for sequences of 1500 x 1500 ({format_memory(per)} a "
                           f"thread): a larger budget runs more threads\n")
     two = ok("all-vs-all", fa, "-o", tmp_path / "two.tsv", "--backend", "cpu", "--threads", 2,
              "-q")

@@ -145,11 +145,13 @@ class CPUBackend:
         # threads than that is no loss
         tasks = min(len(job.rows) * -(-len(job.col_set) // cpu.LANES[4]), job.pairs)
         if threads < min(self.threads, tasks):
+            from ..engine import format_memory
+
             n, m = int(job.rows.lengths[0]), int(job.col_set.lengths[0])
             warnings.warn(
-                f"the memory budget of {budget / 2**20:.0f} MiB (--max-memory) holds "
+                f"the memory budget of {format_memory(budget)} (--max-memory) holds "
                 f"the working buffers of {threads} of {self.threads} CPU threads for "
-                f"sequences of {n} x {m} ({per_task / 2**20:.0f} MiB a thread): "
+                f"sequences of {n} x {m} ({format_memory(per_task)} a thread): "
                 f"a larger budget runs more threads", MemoryBudgetWarning, stacklevel=2)
         self.threads = threads
         return self.threads * per_task
