@@ -4,9 +4,10 @@ other read, on both strands, classified and written as PAF.
 Every pair of reads ``i < j`` is aligned twice in semiglobal mode (end gaps
 free): read ``i`` against read ``j`` (strand ``+``) and read ``i`` against the
 reverse complement of read ``j`` (strand ``-``). Per pair the better-scoring
-strand of those that pass the thresholds below is kept. With ``qb, qe`` the aligned range of the query (read ``i``),
-``tb, te`` that of the target in the orientation aligned (``j`` or its reverse
-complement), and ``T`` = :data:`END_TOLERANCE` bases:
+strand of those that pass the thresholds below is kept. With ``qb, qe`` the
+aligned range of the query (read ``i``), ``tb, te`` that of the target in the
+orientation aligned (``j`` or its reverse complement), and ``T`` =
+:data:`END_TOLERANCE` bases:
 
 - ``containment`` when one read is aligned end to end up to ``T`` unaligned
   bases at each of its ends (``qb <= T and qlen - qe <= T``: the query lies in
