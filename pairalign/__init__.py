@@ -5,8 +5,8 @@ alignment with affine gaps and a substitution matrix, for every pair of a set,
 every query against every target, or one pair.
 """
 
-from .api import (align_all, align_many, align_pair, iter_all, iter_many, load,
-                  make_scoring)
+from .api import (align_all, align_many, align_pair, iter_all, iter_many, load, load_pair,
+                  make_scoring, plan_all)
 from .errors import (CPUFallbackWarning, DeviceError, DeviceErrorWarning, InputError,
                      MemoryBudgetWarning, OptionError, PairAlignError, PairAlignWarning)
 from .results import AlignmentResult, PairAlignment
@@ -15,8 +15,8 @@ from .sequences import SequenceRecords, read_sequences
 
 __version__ = "0.1.0"
 
-__all__ = ["align_all", "iter_all", "align_many", "iter_many", "align_pair", "load",
-           "make_scoring", "AlignmentResult", "PairAlignment", "Scoring", "SequenceRecords",
+__all__ = ["align_all", "iter_all", "align_many", "iter_many", "align_pair", "plan_all",
+           "load", "load_pair", "make_scoring", "AlignmentResult", "PairAlignment", "Scoring", "SequenceRecords",
            "read_sequences", "InputError", "OptionError", "PairAlignError",
            "DeviceError", "PairAlignWarning", "DeviceErrorWarning", "CPUFallbackWarning",
            "MemoryBudgetWarning", "__version__"]

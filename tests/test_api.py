@@ -55,6 +55,14 @@ def test_fractional_scores_are_refused(scores):
                                         **{k: int(v) for k, v in whole.items()}).score)
 
 
+def test_plan_all_counts_the_pairs_and_cells():
+    seqs = ["HEAGAWGHEE", "PAWHEAE", "MKV", "WWWW"]
+    plan = pairalign.plan_all(seqs, **CPU)
+    n = [len(s) for s in seqs]
+    assert plan.pairs == 6
+    assert plan.cells == sum(n[i] * n[j] for i in range(4) for j in range(i + 1, 4))
+
+
 def test_records_follow_a_forced_alphabet():
     """``alphabet=`` forces records loaded under another alphabet: validated
     again (a letter outside it is an InputError), scored under it."""
