@@ -172,6 +172,17 @@ def atomic_output(path: str | os.PathLike) -> Iterator[BinaryIO]:
 
 
 @contextlib.contextmanager
+def writing_to(handle_or_path) -> Iterator[BinaryIO]:
+    """A binary handle as it is, or a path (``"-"``: standard output) through
+    :func:`atomic_output`: what the writers of the pipelines take."""
+    if isinstance(handle_or_path, (str, os.PathLike)):
+        with atomic_output(handle_or_path) as handle:
+            yield handle
+    else:
+        yield handle_or_path
+
+
+@contextlib.contextmanager
 def atomic_outputs(paths: dict[str, str | os.PathLike | None],
                    inputs: tuple[str | os.PathLike, ...] = ()) -> Iterator[dict]:
     """:func:`atomic_output` for each of several outputs at once, entered before

@@ -18,14 +18,11 @@ and ``pandas.read_csv`` accept the file. Rank by the score column.
 
 from __future__ import annotations
 
-import os
-from typing import BinaryIO
-
 import numpy as np
 
 from ..errors import OptionError
 from ..kernels.conventions import OP_ALIGNED, OP_DEL, OP_INS
-from ..output import atomic_output, write_tsv
+from ..output import write_tsv, writing_to
 
 #: Pairs of finished windows a search with ``top`` gathers before merging
 #: them into the best hits so far.
@@ -156,41 +153,34 @@ def _op_counts(batch):
 def write_blast6(handle_or_path, result, hits=None) -> None:
     """BLAST tabular (outfmt 6) lines of the hits (see the module documentation),
     to a binary handle or a path (atomically; ``"-"``: standard output)."""
-    if isinstance(handle_or_path, (str, os.PathLike)):
-        with atomic_output(handle_or_path) as handle:
-            write_blast6(handle, result, hits)
-        return
     if not result.cigar:
         raise OptionError("BLAST tabular output needs alignments with their CIGARs "
                           "(mismatches, gap opens): keep traceback and cigar on")
-    handle: BinaryIO = handle_or_path
-    batch = result.pairs if hits is None else result.pairs.take(np.asarray(hits))
-    mism, gaps = _op_counts(batch)
-    length = batch.length.astype(np.int64)
-    pident = np.where(length > 0, 100.0 * batch.identities / np.maximum(length, 1), 0.0)
-    qids, tids = result.ids, result.target_ids
-    chunk = []
-    for k in range(len(batch)):
-        # an empty local alignment (score 0) has no coordinates: 0 0 like BLAST's none
-        qs, qe = int(batch.query_begin[k]) + 1, int(batch.query_end[k])
-        ss, se = int(batch.target_begin[k]) + 1, int(batch.target_end[k])
-        if length[k] == 0:
-            qs = qe = ss = se = 0
-        chunk.append(f"{qids[batch.query[k]]}\t{tids[batch.target[k]]}\t{pident[k]:.3f}\t"
-                     f"{length[k]}\t{mism[k]}\t{gaps[k]}\t{qs}\t{qe}\t{ss}\t{se}\tNaN\t"
-                     f"{int(batch.score[k])}\n")
-        if len(chunk) >= 10000:
-            handle.write("".join(chunk).encode())
-            chunk.clear()
-    handle.write("".join(chunk).encode())
+    with writing_to(handle_or_path) as handle:
+        batch = result.pairs if hits is None else result.pairs.take(np.asarray(hits))
+        mism, gaps = _op_counts(batch)
+        length = batch.length.astype(np.int64)
+        pident = np.where(length > 0, 100.0 * batch.identities / np.maximum(length, 1), 0.0)
+        qids, tids = result.ids, result.target_ids
+        chunk = []
+        for k in range(len(batch)):
+            # an empty local alignment (score 0) has no coordinates: 0 0 like BLAST's none
+            qs, qe = int(batch.query_begin[k]) + 1, int(batch.query_end[k])
+            ss, se = int(batch.target_begin[k]) + 1, int(batch.target_end[k])
+            if length[k] == 0:
+                qs = qe = ss = se = 0
+            chunk.append(f"{qids[batch.query[k]]}\t{tids[batch.target[k]]}\t{pident[k]:.3f}\t"
+                         f"{length[k]}\t{mism[k]}\t{gaps[k]}\t{qs}\t{qe}\t{ss}\t{se}\tNaN\t"
+                         f"{int(batch.score[k])}\n")
+            if len(chunk) >= 10000:
+                handle.write("".join(chunk).encode())
+                chunk.clear()
+        handle.write("".join(chunk).encode())
 
 
 def write_search_tsv(handle_or_path, result, hits=None) -> None:
     """The hits as pairalign's TSV (a header line; columns of ``all-vs-all``:
     0-based starts, exclusive ends, CIGAR)."""
-    if isinstance(handle_or_path, (str, os.PathLike)):
-        with atomic_output(handle_or_path) as handle:
-            write_search_tsv(handle, result, hits)
-        return
     batch = result.pairs if hits is None else result.pairs.take(np.asarray(hits))
-    write_tsv(handle_or_path, result, batch)
+    with writing_to(handle_or_path) as handle:
+        write_tsv(handle, result, batch)

@@ -33,13 +33,12 @@ tools such as Clustal Omega's ``--guidetree-in`` match them to the FASTA ids).
 from __future__ import annotations
 
 import io
-import os
 from typing import Literal
 
 import numpy as np
 
 from ..errors import OptionError
-from ..output import atomic_output
+from ..output import writing_to
 
 #: Cap of the Kimura protein distance (where the log argument is <= 0 or the
 #: distance would exceed it).
@@ -228,18 +227,11 @@ def newick_string(tree) -> str:
     return "".join(parts) + ";\n"
 
 
-def _write(handle_or_path, data: bytes) -> None:
-    if isinstance(handle_or_path, (str, os.PathLike)):
-        with atomic_output(handle_or_path) as handle:
-            handle.write(data)
-    else:
-        handle_or_path.write(data)
-
-
 def write_newick(handle_or_path, tree) -> None:
     """The tree in Newick, to a binary handle or a path (written atomically;
     ``"-"`` for standard output)."""
-    _write(handle_or_path, newick_string(tree).encode())
+    with writing_to(handle_or_path) as handle:
+        handle.write(newick_string(tree).encode())
 
 
 def write_distances(handle_or_path, dm, fmt: str = "phylip") -> None:
@@ -253,4 +245,5 @@ def write_distances(handle_or_path, dm, fmt: str = "phylip") -> None:
         dm.write(buf, format="lsmat")
     else:
         raise OptionError(f"unknown distance format {fmt!r}: expected phylip or lsmat")
-    _write(handle_or_path, buf.getvalue().encode())
+    with writing_to(handle_or_path) as handle:
+        handle.write(buf.getvalue().encode())
