@@ -10,7 +10,7 @@ import numpy as np
 
 from .engine import DEFAULT_MAX_MEMORY, Progress, iter_windows, parse_memory, run_job
 from .errors import OptionError
-from .job import Job, SortedSet
+from .job import Job
 from .kernels.conventions import MODES
 from .pairs import PairBatch
 from .results import AlignmentResult, PairAlignment, ResidueCodes
@@ -72,9 +72,8 @@ def _job(rows: SequenceRecords, cols: SequenceRecords | None, mode: str, scoring
          traceback: bool, backend, threads, devices, cigar: bool = True):
     _check_mode(mode)
     be = get_backend(backend, threads=threads, devices=devices)
-    job = Job(mode, scoring, traceback, SortedSet.encode(rows.sequences, scoring),
-              None if cols is None else SortedSet.encode(cols.sequences, scoring),
-              cigar=bool(cigar))
+    job = Job.create(mode, scoring, traceback, rows.sequences,
+                     None if cols is None else cols.sequences, cigar=bool(cigar))
     return be, job
 
 
@@ -100,14 +99,16 @@ def _run(rows: SequenceRecords, cols: SequenceRecords | None, mode: str, scoring
     be, job = _job(rows, cols, mode, scoring, traceback, backend, threads, devices, cigar)
     pairs = run_job(job, be, max_memory=parse_memory(max_memory), width=window,
                     progress=progress, client=client)
-    return _results(rows, cols, mode, scoring, job)(pairs)
+    return _results(rows, cols, mode, job)(pairs)
 
 
 def _results(rows: SequenceRecords, cols: SequenceRecords | None, mode: str,
-             scoring: Scoring, job: Job) -> Callable[[PairBatch], AlignmentResult]:
+             job: Job) -> Callable[[PairBatch], AlignmentResult]:
     """What makes the :class:`AlignmentResult` of pairs of ``job`` (``rows``
     against ``cols``, all-vs-all where None), the sequences' residue codes
-    shared by every result it makes."""
+    shared by every result it makes; its scoring the job's
+    (:meth:`~pairalign.job.Job.create`)."""
+    scoring = job.scoring
     targets = rows.sequences if cols is None else cols.sequences
     codes = ResidueCodes(rows.sequences, targets, scoring, sets=(job.rows, job.col_set))
 
@@ -313,7 +314,7 @@ def _iter(rows: SequenceRecords, cols: SequenceRecords | None, mode: str, scorin
     from .streaming import in_input_order
 
     be, job = _job(rows, cols, mode, scoring, traceback, backend, threads, devices, cigar)
-    result = _results(rows, cols, mode, scoring, job)
+    result = _results(rows, cols, mode, job)
     run = dict(max_memory=parse_memory(max_memory), width=window, progress=progress,
                client=client, timings=timings)
     if ordered:

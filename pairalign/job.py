@@ -37,12 +37,23 @@ class SortedSet:
 
     @classmethod
     def encode(cls, sequences: list[str], scoring: Scoring) -> "SortedSet":
+        return cls.from_text(*cls.sorted_text(sequences), scoring)
+
+    @staticmethod
+    def sorted_text(sequences: list[str]) -> tuple[bytes, np.ndarray, np.ndarray]:
+        """The sequences joined longest first: ``(text, offsets, order)``."""
         lengths = np.fromiter((len(s) for s in sequences), dtype=np.int64, count=len(sequences))
         order = length_order(lengths)
         joined = "".join(sequences[k] for k in order).encode("ascii")
         offsets = np.zeros(len(sequences) + 1, np.int64)
         np.cumsum(lengths[order], out=offsets[1:])
-        return cls(scoring.encode(joined), offsets, order)
+        return joined, offsets, order
+
+    @classmethod
+    def from_text(cls, text: bytes, offsets: np.ndarray, order: np.ndarray,
+                  scoring: Scoring) -> "SortedSet":
+        """The set of :meth:`sorted_text`'s text, encoded."""
+        return cls(scoring.encode(text), offsets, order)
 
 
 @dataclass(frozen=True)
@@ -60,6 +71,19 @@ class Job:
     rows: SortedSet
     cols: SortedSet | None = None
     cigar: bool = True
+
+    @classmethod
+    def create(cls, mode: str, scoring: Scoring, traceback: bool, rows: list[str],
+               cols: list[str] | None = None, cigar: bool = True) -> "Job":
+        """The job of ``rows`` against ``cols`` (all-vs-all where None), its
+        scoring one whose codes tell apart every letter that the sequences
+        hold (:meth:`Scoring.for_residues`)."""
+        texts = [SortedSet.sorted_text(rows)] + ([] if cols is None
+                                                 else [SortedSet.sorted_text(cols)])
+        scoring = scoring.for_residues(*(t[0] for t in texts))
+        sets = [SortedSet.from_text(*t, scoring) for t in texts]
+        return cls(mode, scoring, traceback, sets[0], sets[1] if cols is not None else None,
+                   cigar=cigar)
 
     @property
     def operations(self) -> bool:

@@ -12,11 +12,12 @@ import contextlib
 import os
 import tempfile
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 
-from .alphabet import DNA_LETTERS, PROTEIN_LETTERS, Alphabet
+from .alphabet import DNA_LETTERS, PROTEIN_LETTERS, Alphabet, mask_bytes
 from .errors import OptionError
 
 #: Matrices available by name (through scikit-bio).
@@ -26,10 +27,10 @@ MATRIX_NAMES = ("BLOSUM45", "BLOSUM50", "BLOSUM62", "BLOSUM80", "BLOSUM90",
 PROTEIN_DEFAULTS = {"matrix": "BLOSUM62", "gap_open": 11, "gap_extend": 1}
 DNA_DEFAULTS = {"match": 2, "mismatch": -3, "gap_open": 5, "gap_extend": 2}
 
-#: Letters read as another where the matrix lacks them: they take its code, so
-#: identities count them as that letter (U against O is an identity, as X
-#: against X). Codes of their own would make the protein matrices 27 letters,
-#: past the 24 that the GPU's warp kernels hold (``gpu_backend._profile_fits``).
+#: Letters scored as another where the matrix lacks them (their stand-in). A
+#: scoring reads them as their stand-in; a job whose sequences hold them gives
+#: them codes of their own with the stand-in's scores
+#: (:meth:`Scoring.for_residues`), so that U against X is no identity.
 _FALLBACK = {"U": "X", "O": "X", "J": "X", "B": "X", "Z": "X", "*": "X"}
 _DNA_FALLBACK = {"U": "T"}
 
@@ -58,6 +59,9 @@ class Scoring:
         The matrix name, or ``"match/mismatch"``.
     lookup : numpy.ndarray
         uint8[256]: the code of each byte value (upper and lower case).
+    active : int or None
+        Where set (:meth:`for_residues`), the codes of a job's residues are
+        the first ``active``: the kernels score by :attr:`kernel_matrix`.
 
     Examples
     --------
@@ -75,6 +79,7 @@ class Scoring:
     alphabet: Alphabet
     name: str
     lookup: np.ndarray = field(repr=False)
+    active: int | None = None
 
     @classmethod
     def create(
@@ -137,6 +142,67 @@ class Scoring:
             raise OptionError("gap costs too large")
         return cls(np.ascontiguousarray(scores, dtype=np.int32), letters, gap_open,
                    gap_extend, alphabet, name, lookup)
+
+    @cached_property
+    def kernel_matrix(self) -> np.ndarray:
+        """The scores that the kernels index: the codes of the job's residues
+        (the first :attr:`active`), or the whole matrix."""
+        if self.active is None:
+            return self.matrix
+        return np.ascontiguousarray(self.matrix[:self.active, :self.active])
+
+    @cached_property
+    def _not_stand_ins(self) -> bytes:
+        """Every byte value but the letters scored as a stand-in (either case)."""
+        keep = np.ones(256, bool)
+        for c in PROTEIN_LETTERS:
+            if c not in self.letters:
+                keep[ord(c)] = keep[ord(c.lower())] = False
+        return mask_bytes(keep)
+
+    def for_residues(self, *texts: bytes) -> "Scoring":
+        """This scoring, or, where the residues of ``texts`` hold protein
+        letters that it scores as a stand-in (U, O, J as X), the same scores
+        with codes that tell every letter apart.
+
+        Identities compare codes: read as X, U against X or O would count as
+        identical. The scoring returned gives each such letter a code of its
+        own, with its stand-in's scores, and orders the codes so that the
+        letters the texts hold come first (:attr:`active`): the GPU's warp
+        kernels hold a profile of 24 letters, and the matrix's letters that
+        the texts lack (B, Z, ``*`` most often) make room. Every letter
+        keeps its scores (:meth:`score`), in either scoring.
+
+        Examples
+        --------
+        >>> sc = Scoring.create("protein")
+        >>> sc.for_residues(b"MKVW") is sc
+        True
+        >>> exact = sc.for_residues(b"MKUXW")
+        >>> exact.letters[:exact.active], int(exact.score("U", "X")), int(sc.score("U", "X"))
+        ('KMWXU', -1, -1)
+        >>> bool(exact.encode("U")[0] == exact.encode("X")[0])
+        False
+        """
+        if self.alphabet != "protein" or not any(t.translate(None, self._not_stand_ins)
+                                                 for t in texts):
+            return self
+        present = np.zeros(256, bool)
+        for t in texts:
+            present[np.frombuffer(t, np.uint8)] = True
+        held = {chr(b).upper() for b in np.flatnonzero(present)}
+        own = [c for c in self.letters if c in held]
+        stand_ins = [c for c in PROTEIN_LETTERS if c not in self.letters and c in held]
+        letters = own + stand_ins + [c for c in self.letters if c not in held]
+        source = self.lookup[np.frombuffer("".join(letters).encode(), np.uint8)]
+        code = {c: k for k, c in enumerate(letters)}
+        lookup = np.zeros(256, np.uint8)
+        for c in PROTEIN_LETTERS:
+            k = code.get(c, code[self.letters[self.lookup[ord(c)]]])
+            lookup[ord(c)] = lookup[ord(c.lower())] = k
+        return Scoring(np.ascontiguousarray(self.matrix[np.ix_(source, source)]),
+                       "".join(letters), self.gap_open, self.gap_extend, self.alphabet,
+                       self.name, lookup, len(own) + len(stand_ins))
 
     @property
     def max_abs_score(self) -> int:

@@ -48,6 +48,64 @@ def assert_same_pairs(got, want) -> None:
                                f"{x[bad[:5]]} vs {y[bad[:5]]}")
 
 
+#: Protein letters that BLOSUM62 scores as X (no rows of their own).
+STAND_INS = "UOJ"
+
+
+def stand_in_sequences(count: int, seed: int, extra: str = "XU", rate: float = 0.08,
+                       lengths: tuple[int, int] = (40, 300)) -> list[str]:
+    """Related proteins (mutated copies of a few random ones) with ``extra``
+    letters (stand-ins such as U, O, J, and X) put in at ``rate``, so that
+    aligned columns pair them with each other, with themselves and with the
+    amino acids; lower case here and there."""
+    rng = np.random.default_rng(seed)
+    pool = np.frombuffer(AMINO.encode(), np.uint8)
+    rare = np.frombuffer(extra.encode(), np.uint8)
+    roots = [rng.choice(pool, int(rng.integers(*lengths))) for _ in range(max(1, count // 6))]
+    out = []
+    for k in range(count):
+        s = roots[k % len(roots)].copy()
+        hit = rng.random(len(s)) < 0.2
+        s[hit] = rng.choice(pool, int(hit.sum()))
+        hit = rng.random(len(s)) < rate
+        s[hit] = rng.choice(rare, int(hit.sum()))
+        s = s[rng.random(len(s)) > 0.03]  # deletions
+        text = s.tobytes().decode()
+        out.append(text.lower() if k % 7 == 3 else text)
+    return out
+
+
+def assert_letter_identities(res) -> None:
+    """Every pair's CIGAR has ``=`` exactly where the two letters are the same
+    (either case; DNA reads U as T) and ``X`` where not, and its identities
+    count those columns: read from the sequences' letters, not from residue
+    codes."""
+    import re
+
+    def letters(seq: str) -> str:
+        up = seq.upper()
+        return up.replace("U", "T") if res.scoring.alphabet == "dna" else up
+
+    for k in range(len(res)):
+        rec = res[k]
+        q = letters(res.sequences[rec.query_index])
+        t = letters(res.target_sequences[rec.target_index])
+        i, j, same = rec.query_begin, rec.target_begin, 0
+        for n, op in re.findall(r"(\d+)([=XID])", rec.cigar):
+            n = int(n)
+            if op in "=X":
+                equal = [q[i + c] == t[j + c] for c in range(n)]
+                assert all(e == (op == "=") for e in equal), (
+                    f"pair {k} ({rec.cigar}): {op} over {q[i:i + n]!r} / {t[j:j + n]!r}")
+                same += sum(equal)
+                i, j = i + n, j + n
+            elif op == "I":
+                i += n
+            else:
+                j += n
+        assert same == rec.identities, f"pair {k}: {rec.identities} identities, letters {same}"
+
+
 #: Letters of pairalign's match/mismatch DNA matrix (only A, C, G, T score a match).
 DNA_MM_LETTERS = "ACGTRYKMSWBDHVN"
 

@@ -13,8 +13,8 @@ from pairalign.backends import gpu_available, gpu_count
 from pairalign.kernels import gpu_backend
 from pairalign.scoring import INT16_LIMIT, Scoring
 
-from conftest import (AMINO, assert_same_pairs, int16_edge, int16_edge_sequences,
-                      int16_far_pairs)
+from conftest import (AMINO, assert_letter_identities, assert_same_pairs, int16_edge,
+                      int16_edge_sequences, int16_far_pairs, stand_in_sequences)
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not gpu_available(), reason="CuPy sees no CUDA device")]
@@ -75,6 +75,22 @@ def test_alignments_without_cigars(data_dir, monkeypatch, mode, devices):
     for name in full.pairs.__dataclass_fields__:
         if not name.startswith("op_"):
             assert np.array_equal(getattr(full.pairs, name), getattr(gpu.pairs, name)), name
+
+
+@pytest.mark.parametrize("extra", ["XU", "XUOJBZ*"])
+@pytest.mark.parametrize("mode", ["global", "semiglobal", "local"])
+@pytest.mark.parametrize("traceback", [True, False])
+def test_stand_ins_as_the_cpu(mode, traceback, extra):
+    """Proteins holding U, O and J (codes of their own, X's scores): the CPU's
+    pairs, with the warp kernels where the job's letters fit their profile
+    (``XU``: 22 letters) and without (``XUOJBZ*``: all 27)."""
+    seqs = stand_in_sequences(60, seed=5, extra=extra)
+    cpu, gpu = both(seqs, mode=mode, traceback=traceback)
+    assert gpu.scoring.active == len({c for s in seqs for c in s.upper()})
+    assert gpu_backend._profile_fits(gpu.scoring.kernel_matrix) == (extra == "XU")
+    assert_same(cpu, gpu)
+    if traceback:
+        assert_letter_identities(gpu)
 
 
 @pytest.mark.parametrize("budget_pairs", [None, 3])

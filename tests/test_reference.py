@@ -27,8 +27,10 @@ import pairalign
 from pairalign.cigar import rescore
 from pairalign.scoring import INT16_LIMIT, MATRIX_NAMES, Scoring
 
-from conftest import (AMINO, int16_edge, int16_edge_sequences, int16_far_pairs,
-                      result_parasail_scores, sample_indices)
+from conftest import (AMINO, STAND_INS, assert_letter_identities, int16_edge,
+                      int16_edge_sequences, int16_far_pairs, parasail_pair_scores,
+                      result_parasail_scores,
+                      sample_indices, stand_in_sequences)
 
 parasail = pytest.importorskip("parasail")
 
@@ -419,6 +421,54 @@ def test_fallback_letters(mode, parasail_ref):
     sc = Scoring.create("protein")
     assert pairalign.align_pair(a, "MKVLAW", mode=mode).score == parasail_ref.score(
         mode, b, "MKVLAW", sc)
+
+
+def _as_x(seqs):
+    return [s.upper().translate(str.maketrans(STAND_INS, "X" * len(STAND_INS))) for s in seqs]
+
+
+@pytest.mark.parametrize("extra", ["XU", "XUOJ", "XUOJBZ*"])
+@pytest.mark.parametrize("mode", MODES)
+def test_stand_ins_are_identical_only_to_themselves(mode, extra, check_result):
+    """U, O and J take X's scores but count as identical only to themselves
+    (U against X or O is an X column, not an identity): identities and CIGARs
+    from the letters, scores parasail's with the stand-ins read as X. With
+    every letter of the alphabet (``XUOJBZ*``: 27, past the GPU's 24 a
+    profile) as with a few."""
+    seqs = stand_in_sequences(14, seed=len(extra), extra=extra)
+    res = run_all(seqs, mode)
+    held = {c for s in seqs for c in s.upper()}
+    assert res.scoring.active == len(held)
+    check_result(res)
+    assert_letter_identities(res)
+    p = res.pairs
+    ref = parasail_pair_scores(mode, _as_x(res.sequences), _as_x(res.target_sequences),
+                               p.query, p.target, Scoring.create("protein"))
+    assert np.array_equal(ref, p.score.astype(np.int64))
+    # the stand-ins met each other and X in aligned columns, and an X column
+    # among them is no identity
+    plain = pairalign.align_all(_as_x(seqs), mode=mode, **CPU)
+    assert np.array_equal(plain.pairs.score, p.score)
+    assert (plain.pairs.identities >= p.identities).all()
+    assert (plain.pairs.identities > p.identities).any()
+
+
+def test_stand_ins_keep_every_letters_scores():
+    """The scoring of a job with stand-ins scores every letter as before, its
+    codes for the job's letters first."""
+    sc = Scoring.create("protein")
+    exact = sc.for_residues(b"ACDU", b"xwo")
+    letters = "ARNDCQEGHILKMFPSTWYVBZXJUO*"
+    for a in letters + letters.lower():
+        for b in letters:
+            assert exact.score(a, b) == sc.score(a, b)
+    assert set(exact.letters[:exact.active]) == set("ACDUXWO")
+    assert exact.kernel_matrix.shape == (7, 7) and exact.kernel_matrix.flags.c_contiguous
+    code = {c: int(exact.encode(c)[0]) for c in "UOXJ"}
+    assert len({code["U"], code["O"], code["X"]}) == 3
+    assert code["J"] == code["X"]  # absent from the job: read as its stand-in
+    assert sc.for_residues(b"ACDEXBZ*") is sc  # nothing read as a stand-in
+    assert Scoring.create("dna").for_residues(b"ACGU").active is None  # U is T
 
 
 # ---------------------------------------------------------------------------------

@@ -294,9 +294,9 @@ class CPUBackend:
         for k in np.unique(np.stack([n, m]), axis=1).T:
             job.scoring.score_dtype(int(k[0]), int(k[1]), job.mode)  # 32 bits must hold
         sc = job.scoring
-        K = sc.matrix.shape[0]
+        K = sc.kernel_matrix.shape[0]
         mat = np.full((K + 1) * K, cpu_wave.PAD_SCORE, np.int32)
-        mat[:K * K] = sc.matrix.astype(np.int32).ravel()
+        mat[:K * K] = sc.kernel_matrix.astype(np.int32).ravel()
         order, wstart = cpu.assign_workers((n * m + 64).astype(np.int64),
                                            min(self.threads, len(p_row)))
         cpu_wave.align_pairs(job.mode_code, job.traceback, state["codes"], offsets,
@@ -321,13 +321,13 @@ class CPUBackend:
         chunk_cols = np.ascontiguousarray(plan["cols"][used])
         widths = plan["widths"][used]
         prof_w = plan["chunk_len"][used]
-        K = job.scoring.matrix.shape[0]
+        K = job.scoring.kernel_matrix.shape[0]
         prof_off = np.zeros(len(used) + 1, np.int64)
         np.cumsum(K * prof_w * L, out=prof_off[1:])
         profiles = np.empty(prof_off[-1], dtype)
         neg = NEG[dtype]
         cpu.build_profiles(state["codes"], offsets, chunk_cols, widths, prof_off, prof_w,
-                           job.scoring.matrix, neg, profiles)
+                           job.scoring.kernel_matrix, neg, profiles)
         sc = job.scoring
         consts = np.array([0, 1, 2, 3, sc.gap_open, sc.gap_extend, neg], dtype)
         c_first = plan["starts"][plan["chunk"]] + lane0

@@ -1597,7 +1597,7 @@ class GPUBackend:
         with self.device:
             state = {"codes": cp.asarray(codes), "offsets": cp.asarray(offsets),
                      "col_base": col_base,
-                     "matrix": cp.asarray(job.scoring.matrix.astype(np.int32)),
+                     "matrix": cp.asarray(job.scoring.kernel_matrix.astype(np.int32)),
                      "q2": cp.asarray(stride2_prefix(job.col_set.lengths)),
                      "row_order": cp.asarray(job.rows.order.astype(np.int64)),
                      "col_order": cp.asarray(job.col_set.order.astype(np.int64))}
@@ -1618,7 +1618,7 @@ class GPUBackend:
         """A window's plan for kernels with or without traceback (operation
         slots with traceback, or as ``operations`` says)."""
         limit = WIDE_STEPS if traceback else WIDE_STEPS_SCORE_ONLY
-        if not _profile_fits(job.scoring.matrix):
+        if not _profile_fits(job.scoring.kernel_matrix):
             limit = None
         pack = (PACKED_TRACEBACK if traceback else PACKED) and limit is not None
         plan = _PLANNER["plan"] if PLAN_IN_NUMBA else plan_window
@@ -1674,7 +1674,7 @@ class GPUBackend:
         modes = QUERY_COUPLE_MODES_TRACEBACK if traceback else QUERY_COUPLE_MODES
         on = (QUERY_COUPLES and job.mode in modes
               and not (traceback and job.mode == "semiglobal")  # no such kernel
-              and _query_profile_bytes(job.scoring.matrix.shape[0], rows, group)
+              and _query_profile_bytes(job.scoring.kernel_matrix.shape[0], rows, group)
               <= QUERY_PROFILE_BYTES)
         return rows * group if on else 0
 
@@ -1927,7 +1927,7 @@ class GPUBackend:
                          np.int32(plan.npack),
                          np.int32(2 * plan.couple_warps[plan.query_warps]),
                          a["words"], lay["off"], state["matrix"],
-                         np.int32(sc.matrix.shape[0]), np.int32(sc.gap_open),
+                         np.int32(sc.kernel_matrix.shape[0]), np.int32(sc.gap_open),
                          np.int32(sc.gap_extend), h["score"], h["ei"], h["ej"],
                          *self._walk_arrays(a, lay), a["next"]))
                 if plan.npairs > first:
@@ -1937,7 +1937,7 @@ class GPUBackend:
                          np.int32(plan.npairs), np.int32(plan.nwide), np.int32(plan.npack),
                          np.int32(2 * plan.couple_warps[plan.query_warps]),
                          a["words"], lay["off"], lay["warp_m"], state["matrix"],
-                         np.int32(sc.matrix.shape[0]), np.int32(sc.gap_open),
+                         np.int32(sc.kernel_matrix.shape[0]), np.int32(sc.gap_open),
                          np.int32(sc.gap_extend), h["score"], h["ei"], h["ej"],
                          *self._walk_arrays(a, lay), np.int32(first)))
             elif bounded:
@@ -1956,7 +1956,7 @@ class GPUBackend:
         d_row, d_col = a["rows"], a["cols"]
         bnd_h, bnd_f, tb = a["bnd_h"], a["bnd_f"], a["words"]
         tb_flag = "true" if traceback else "false"
-        K = sc.matrix.shape[0]
+        K = sc.kernel_matrix.shape[0]
         gaps = (np.int32(sc.gap_open), np.int32(sc.gap_extend), np.int32(NEG[dtype]))
         rows, group = _pack_shape(traceback, job.mode)
         nwarps, nq = plan.couple_warps.size - 1, plan.query_warps
@@ -2040,7 +2040,7 @@ class GPUBackend:
         stream = cp.cuda.get_current_stream()
         sc = job.scoring
         n = len(a["score"])
-        K = sc.matrix.shape[0]
+        K = sc.kernel_matrix.shape[0]
         gaps = (np.int32(sc.gap_open), np.int32(sc.gap_extend))
         for k in ("status", "counters", "item_s", "item_m", "counts"):
             cp.cuda.runtime.memsetAsync(a[k].data.ptr, 0, a[k].nbytes, stream.ptr)
@@ -2091,7 +2091,7 @@ class GPUBackend:
         """Column steps from which a box takes a warp (BOX_WIDE_STEPS, where
         the warp kernel's profile holds the matrix; none with WIDE_STEPS None)."""
         wide = (WIDE_STEPS is not None and BOX_WIDE_STEPS is not None
-                and _profile_fits(job.scoring.matrix))
+                and _profile_fits(job.scoring.kernel_matrix))
         return np.int32(BOX_WIDE_STEPS if wide else np.iinfo(np.int32).max)
 
     def _walk_boxes(self, job: Job, state: dict, a: dict, lay: dict, mod) -> None:
@@ -2103,7 +2103,7 @@ class GPUBackend:
         mod.get_function("walk_box")(
             (-(-n // THREADS),), (THREADS,),
             (state["codes"], state["offsets"], a["rows"], a["cols"], np.int32(n),
-             state["matrix"], np.int32(sc.matrix.shape[0]), np.int32(sc.gap_open),
+             state["matrix"], np.int32(sc.kernel_matrix.shape[0]), np.int32(sc.gap_open),
              np.int32(sc.gap_extend), a["score"], a["ei"], a["ej"], a["box_i0"], a["box_j0"],
              a["counts"], a["item"], a["lane"], a["item_m"], a["wneed"], a["wend"],
              a["box_words"], a["status"], *self._walk_arrays(a, lay)))
