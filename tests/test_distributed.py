@@ -71,6 +71,23 @@ def test_cluster_output_identical_to_local(cluster, shape):
     assert timings["scheduler"]["windows"] >= timings["scheduler"]["planned_windows"]
 
 
+def test_cluster_job_with_stand_ins(cluster):
+    """A job whose proteins hold U, O and J (codes of their own,
+    Scoring.for_residues) through the cluster and through pickling: the
+    local run's pairs, the same scoring on the far side."""
+    import pickle
+
+    from conftest import stand_in_sequences
+
+    job = Job.create("local", Scoring.create("protein"), True,
+                     stand_in_sequences(40, seed=3, extra="XUOJ"))
+    back = pickle.loads(pickle.dumps(job))
+    assert back.scoring.active == job.scoring.active < len(job.scoring.letters)
+    assert back.scoring.letters == job.scoring.letters
+    assert np.array_equal(back.scoring.kernel_matrix, job.scoring.kernel_matrix)
+    same(run_job(job, CPU, width=16, client=cluster), run_job(job, CPU, width=16))
+
+
 def test_cluster_alignments_without_cigars(cluster):
     """A job without CIGARs (cigar=False) through the cluster: the local
     run's pairs, no operations among them."""
