@@ -171,7 +171,9 @@ class Scoring:
         letters the texts hold come first (:attr:`active`): the GPU's warp
         kernels hold a profile of 24 letters, and the matrix's letters that
         the texts lack (B, Z, ``*`` most often) make room. Every letter
-        keeps its scores (:meth:`score`), in either scoring.
+        keeps its scores (:meth:`score`), in either scoring. A scoring that
+        this method returned, asked again for other texts, orders its codes
+        for those.
 
         Examples
         --------
@@ -184,13 +186,17 @@ class Scoring:
         >>> bool(exact.encode("U")[0] == exact.encode("X")[0])
         False
         """
-        if self.alphabet != "protein" or not any(t.translate(None, self._not_stand_ins)
-                                                 for t in texts):
+        if self.alphabet != "protein":
+            return self
+        stand_in = any(t.translate(None, self._not_stand_ins) for t in texts)
+        if not stand_in and self.active is None:
             return self
         present = np.zeros(256, bool)
         for t in texts:
             present[np.frombuffer(t, np.uint8)] = True
         held = {chr(b).upper() for b in np.flatnonzero(present)}
+        if not stand_in and all(self.lookup[ord(c)] < self.active for c in held):
+            return self  # a scoring of this method's whose codes hold these texts
         own = [c for c in self.letters if c in held]
         stand_ins = [c for c in PROTEIN_LETTERS if c not in self.letters and c in held]
         letters = own + stand_ins + [c for c in self.letters if c not in held]

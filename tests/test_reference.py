@@ -27,7 +27,7 @@ import pairalign
 from pairalign.cigar import rescore
 from pairalign.scoring import INT16_LIMIT, MATRIX_NAMES, Scoring
 
-from conftest import (AMINO, STAND_INS, assert_letter_identities, int16_edge,
+from conftest import (AMINO, STAND_INS, assert_letter_identities, assert_same_pairs, int16_edge,
                       int16_edge_sequences, int16_far_pairs, parasail_pair_scores,
                       result_parasail_scores,
                       sample_indices, stand_in_sequences)
@@ -451,6 +451,42 @@ def test_stand_ins_are_identical_only_to_themselves(mode, extra, check_result):
     assert np.array_equal(plain.pairs.score, p.score)
     assert (plain.pairs.identities >= p.identities).all()
     assert (plain.pairs.identities > p.identities).any()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_results_scoring_serves_other_sequences(mode):
+    """A result's scoring (codes ordered for its job's letters), given again
+    with other sequences: the codes are ordered for those, so that their
+    scores and identities are a fresh scoring's (it held U alone: M, K, V,
+    W, A and X were codes past those the kernels index)."""
+    from pairalign.backends import get_backend
+    from pairalign.engine import run_job
+    from pairalign.job import Job
+
+    used = pairalign.align_all(["UUUU", "UUU"], alphabet="protein", **CPU).scoring
+    assert used.active == 1
+    seqs = ["MKVWAU", "MKVWAUX", "mkvwa"]
+    res = pairalign.align_all(seqs, mode=mode, **CPU)
+    assert_letter_identities(res)
+    fresh = res.pairs
+    job = Job.create(mode, used, True, seqs)
+    assert job.scoring.active == 7
+    assert_same_pairs(run_job(job, get_backend("cpu", threads=1)), fresh)
+
+
+def test_calibration_holds_the_jobs_codes():
+    """The cost model's synthetic job (the 20 amino acids) from a job whose
+    scoring holds a few letters: codes the kernels index, whatever the job's
+    letters."""
+    from pairalign.job import Job
+    from pairalign.scheduler.cost import SPECS, calibration_job
+
+    job = Job.create("local", Scoring.create("protein"), False, ["UUWU", "OUW"])
+    cal = calibration_job(job, SPECS["cpu"])
+    assert int(cal.rows.codes.max()) < cal.scoring.kernel_matrix.shape[0] == 20
+    plain = calibration_job(Job.create("local", Scoring.create("protein"), False, ["MKV"]),
+                            SPECS["cpu"])
+    assert plain.scoring.active is None
 
 
 def test_stand_ins_keep_every_letters_scores():

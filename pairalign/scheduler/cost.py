@@ -317,16 +317,15 @@ SPECS = {
 
 def calibration_job(job, spec: CalibrationSpec):
     """A synthetic all-vs-all job with ``job``'s mode, scoring and traceback."""
-    from ..job import Job, SortedSet
+    from ..job import Job
 
-    sc = job.scoring
-    # a scoring for a job's residues (Scoring.for_residues) holds no others'
-    alphabet = sc.letters[:sc.active] if sc.active else _LETTERS.get(sc.alphabet, "ACGT")
-    letters = np.frombuffer(alphabet.encode(), np.uint8)
+    letters = np.frombuffer(_LETTERS.get(job.scoring.alphabet, "ACGT").encode(), np.uint8)
     rng = np.random.default_rng(spec.seed)
     lengths = np.linspace(spec.longest, spec.shortest, spec.count).astype(int)
     seqs = [rng.choice(letters, n).tobytes().decode() for n in lengths]
-    return Job(job.mode, job.scoring, job.traceback, SortedSet.encode(seqs, job.scoring))
+    # Job.create: a job's scoring may hold codes for its own letters only
+    # (Scoring.for_residues)
+    return Job.create(job.mode, job.scoring, job.traceback, seqs)
 
 
 def calibration_windows(cjob, spec: CalibrationSpec):
