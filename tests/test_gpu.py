@@ -93,6 +93,20 @@ def test_stand_ins_as_the_cpu(mode, traceback, extra):
         assert_letter_identities(gpu)
 
 
+def test_plan_of_stand_ins_calibrates_on_the_gpu(tmp_path, monkeypatch):
+    """The plan of a job whose proteins hold stand-ins calibrates the cost
+    model on the GPU (its synthetic job of the 20 amino acids through the
+    job's scoring) and holds the job's pairs."""
+    from pairalign.scheduler import cost
+
+    monkeypatch.setenv("PAIRALIGN_CACHE_DIR", str(tmp_path / "cache"))
+    cost.clear()
+    seqs = stand_in_sequences(30, seed=9, extra="XUO")
+    plan = pairalign.plan_all(seqs, backend="gpu")
+    assert plan.pairs == 30 * 29 // 2
+    assert any("calibrated now" in n for n in plan.notes), plan.notes
+
+
 @pytest.mark.parametrize("budget_pairs", [None, 3])
 def test_long_reads(monkeypatch, budget_pairs):
     """Reads of 6 to 9 kb with traceback at the default --max-memory (before
