@@ -57,7 +57,7 @@ def kernel_run(fasta: Path, mode, traceback, backend, cigar: bool = True):
     with NumbaCompiles() as compiles, CupyCompiles() as kernels:
         t = time.perf_counter()
         seqs = pairalign.read_sequences(fasta).sequences
-        job = Job(mode, sc, traceback, SortedSet.encode(seqs, sc), cigar=cigar)
+        job = Job.create(mode, sc, traceback, seqs, cigar=cigar)
         run_job(job, backend, timings=stages)
         wall = time.perf_counter() - t
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
