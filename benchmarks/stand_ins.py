@@ -5,7 +5,7 @@ Every X of every other protein of ``proteome_HG003687.faa`` that holds one
 becomes U. U scores as X, so every pair's score stays the same; identities
 differ where a U meets an X. The job with U runs on a scoring whose codes
 tell U apart (``Scoring.for_residues``), the job's letters first. Prints each
-run's wall time (best of ``--runs``, after a warm-up), its scoring's letters
+run's wall time (best of ``--runs``, the two inputs taking turns), its scoring's letters
 and whether the warp kernels' profile holds them, and checks the scores pair
 by pair.
 
@@ -37,14 +37,17 @@ def with_selenocysteine(seqs: list[str]) -> list[str]:
     return out
 
 
-def best_of(seqs, runs: int, **kw):
-    pairalign.align_all(seqs, **kw)  # warm-up
-    walls = []
+def best_of(jobs: list[list[str]], runs: int, **kw) -> tuple[list[float], list]:
+    """Each set's best wall time of ``runs``, the sets taking turns (after a
+    warm-up each), and its last result."""
+    walls = [[] for _ in jobs]
+    results = [pairalign.align_all(seqs, **kw) for seqs in jobs]  # warm-up
     for _ in range(runs):
-        t = time.perf_counter()
-        res = pairalign.align_all(seqs, **kw)
-        walls.append(time.perf_counter() - t)
-    return min(walls), res
+        for k, seqs in enumerate(jobs):
+            t = time.perf_counter()
+            results[k] = pairalign.align_all(seqs, **kw)
+            walls[k].append(time.perf_counter() - t)
+    return [min(w) for w in walls], results
 
 
 def main() -> None:
@@ -57,8 +60,7 @@ def main() -> None:
     print(f"{sum('U' in s for s in seleno)} of {len(seleno)} proteins hold U")
     for traceback in (True, False):
         kw = dict(backend=args.backend, mode="local", traceback=traceback)
-        a_s, a = best_of(plain, args.runs, **kw)
-        b_s, b = best_of(seleno, args.runs, **kw)
+        (a_s, b_s), (a, b) = best_of([plain, seleno], args.runs, **kw)
         sc = b.scoring
         letters = sc.letters[:sc.active] if sc.active else sc.letters
         same = np.array_equal(a.pairs.score, b.pairs.score)
