@@ -6,6 +6,7 @@ their results are real) and fail, stall or refuse memory on chosen windows.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import itertools
 import random
@@ -557,6 +558,13 @@ def _run_or_stream(job, workers, streamed):
     return run_job(job, workers, width=16)
 
 
+def _cpu_ran(expected: bool):
+    """Where a run's last device worker retires, the CPU fallback takes its
+    windows and says so (CPUFallbackWarning)."""
+    return (pytest.warns(CPUFallbackWarning, match="ran on the CPU") if expected
+            else contextlib.nullcontext())
+
+
 @pytest.mark.parametrize("streamed", [False, True])
 @pytest.mark.parametrize("other", [True, False])
 @pytest.mark.parametrize("lose", [True, False])
@@ -574,7 +582,7 @@ def test_a_retired_devices_kept_operations_are_rescued_or_run_again(tri, lose, o
     keeping = _Keeping("keeping", good=4, lose=lose)
     workers = [keeping] + ([Fake("ok", delay=0.002, seed=3, hold=keeping.failed)]
                            if other else [])
-    with pytest.warns(DeviceErrorWarning, match="illegal memory access"):
+    with pytest.warns(DeviceErrorWarning, match="illegal memory access"), _cpu_ran(not other):
         out = _run_or_stream(job, workers, streamed)
     same(out, ref)
     assert keeping.kept == 4 and keeping.lost == lose
@@ -594,7 +602,7 @@ def test_a_device_that_no_longer_responds_retires_at_its_first_failure(tri, othe
     keeping = _Keeping("keeping", good=4, lose=True, sticky=True)
     ok = Fake("ok", delay=0.002, seed=5, hold=keeping.failed)
     timings: dict = {}
-    with pytest.warns(DeviceErrorWarning, match="illegal memory access"):
+    with pytest.warns(DeviceErrorWarning, match="illegal memory access"), _cpu_ran(not other):
         out = run_job(job, [keeping] + ([ok] if other else []), width=16, timings=timings)
     same(out, ref)
     assert keeping.failures == 1
