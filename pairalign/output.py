@@ -28,7 +28,7 @@ import tempfile
 import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from typing import BinaryIO, Iterator
+from typing import BinaryIO, Iterable, Iterator
 
 import numpy as np
 
@@ -180,6 +180,17 @@ def writing_to(handle_or_path) -> Iterator[BinaryIO]:
             yield handle
     else:
         yield handle_or_path
+
+
+def write_lines(handle: BinaryIO, lines: Iterable[str], chunk: int = 10_000) -> None:
+    """Text lines to a binary handle, ``chunk`` lines a write."""
+    batch: list[str] = []
+    for line in lines:
+        batch.append(line)
+        if len(batch) >= chunk:
+            handle.write("".join(batch).encode())
+            batch.clear()
+    handle.write("".join(batch).encode())
 
 
 @contextlib.contextmanager

@@ -40,7 +40,7 @@ import numpy as np
 
 from ..cigar import format_cigars
 from ..errors import OptionError
-from ..output import pair_mask, writing_to
+from ..output import pair_mask, write_lines, writing_to
 
 #: Unaligned bases tolerated at each end of a read for it to count as contained.
 END_TOLERANCE = 10
@@ -300,27 +300,23 @@ def write_paf(handle_or_path, overlaps: OverlapTable | Iterable[Overlap]) -> Non
     """Overlaps as PAF (see the module documentation), to a binary handle or a
     path (written atomically; ``"-"`` for standard output)."""
     with writing_to(handle_or_path) as handle:
-        if isinstance(overlaps, OverlapTable):
-            recs: Iterable[Overlap] = overlaps.records()
-        else:
-            recs = overlaps
-        lines = []
-        for o in recs:
-            cigar = o.cigar.replace("=", "M").replace("X", "M")
-            if "=" in o.cigar or "X" in o.cigar:  # merge neighbouring M runs
-                from ..cigar import parse_cigar
-                merged: list[list] = []
-                for n, op in parse_cigar(cigar):
-                    if merged and merged[-1][1] == op:
-                        merged[-1][0] += n
-                    else:
-                        merged.append([n, op])
-                cigar = "".join(f"{n}{op}" for n, op in merged)
-            lines.append(f"{o.query}\t{o.query_length}\t{o.query_start}\t{o.query_end}\t"
-                         f"{o.strand}\t{o.target}\t{o.target_length}\t{o.target_start}\t"
-                         f"{o.target_end}\t{o.matches}\t{o.aligned_length}\t255\ttp:A:S\t"
-                         f"AS:i:{o.score}\tcg:Z:{cigar}\n")
-            if len(lines) >= 10000:
-                handle.write("".join(lines).encode())
-                lines.clear()
-        handle.write("".join(lines).encode())
+        recs = overlaps.records() if isinstance(overlaps, OverlapTable) else overlaps
+        write_lines(handle, map(_paf_line, recs))
+
+
+def _paf_line(o: Overlap) -> str:
+    """One overlap's PAF line (M runs for the CIGAR's = and X)."""
+    cigar = o.cigar.replace("=", "M").replace("X", "M")
+    if "=" in o.cigar or "X" in o.cigar:  # merge neighbouring M runs
+        from ..cigar import parse_cigar
+        merged: list[list] = []
+        for n, op in parse_cigar(cigar):
+            if merged and merged[-1][1] == op:
+                merged[-1][0] += n
+            else:
+                merged.append([n, op])
+        cigar = "".join(f"{n}{op}" for n, op in merged)
+    return (f"{o.query}\t{o.query_length}\t{o.query_start}\t{o.query_end}\t"
+            f"{o.strand}\t{o.target}\t{o.target_length}\t{o.target_start}\t"
+            f"{o.target_end}\t{o.matches}\t{o.aligned_length}\t255\ttp:A:S\t"
+            f"AS:i:{o.score}\tcg:Z:{cigar}\n")

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import OptionError
 from ..kernels.conventions import OP_ALIGNED, OP_DEL, OP_INS
-from ..output import write_tsv, writing_to
+from ..output import write_lines, write_tsv, writing_to
 
 #: Pairs of finished windows a search with ``top`` gathers before merging
 #: them into the best hits so far.
@@ -162,20 +162,17 @@ def write_blast6(handle_or_path, result, hits=None) -> None:
         length = batch.length.astype(np.int64)
         pident = np.where(length > 0, 100.0 * batch.identities / np.maximum(length, 1), 0.0)
         qids, tids = result.ids, result.target_ids
-        chunk = []
-        for k in range(len(batch)):
+
+        def line(k: int) -> str:
             # an empty local alignment (score 0) has no coordinates: 0 0 like BLAST's none
             qs, qe = int(batch.query_begin[k]) + 1, int(batch.query_end[k])
             ss, se = int(batch.target_begin[k]) + 1, int(batch.target_end[k])
             if length[k] == 0:
                 qs = qe = ss = se = 0
-            chunk.append(f"{qids[batch.query[k]]}\t{tids[batch.target[k]]}\t{pident[k]:.3f}\t"
-                         f"{length[k]}\t{mism[k]}\t{gaps[k]}\t{qs}\t{qe}\t{ss}\t{se}\tNaN\t"
-                         f"{int(batch.score[k])}\n")
-            if len(chunk) >= 10000:
-                handle.write("".join(chunk).encode())
-                chunk.clear()
-        handle.write("".join(chunk).encode())
+            return (f"{qids[batch.query[k]]}\t{tids[batch.target[k]]}\t{pident[k]:.3f}\t"
+                    f"{length[k]}\t{mism[k]}\t{gaps[k]}\t{qs}\t{qe}\t{ss}\t{se}\tNaN\t"
+                    f"{int(batch.score[k])}\n")
+        write_lines(handle, map(line, range(len(batch))))
 
 
 def write_search_tsv(handle_or_path, result, hits=None) -> None:
