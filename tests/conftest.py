@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +36,13 @@ DATA = next((d for d in (_ROOT.parent / "shared" / "data", _ROOT / "shared" / "d
 AMINO = "ACDEFGHIKLMNPQRSTVWY"
 #: Every column of a run's results (PairBatch), for comparisons field by field.
 FIELDS = tuple(f.name for f in dataclasses.fields(PairBatch))
+
+
+def stable_seed(*parts) -> int:
+    """A random seed from test parameters, the same in every process (``hash``
+    of a string is salted per process, so its test data would change run to
+    run)."""
+    return zlib.crc32(repr(parts).encode())
 
 
 def assert_same_pairs(got, want) -> None:

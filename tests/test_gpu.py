@@ -14,7 +14,7 @@ from pairalign.kernels import gpu_backend
 from pairalign.scoring import INT16_LIMIT, Scoring
 
 from conftest import (AMINO, assert_letter_identities, assert_same_pairs, int16_edge,
-                      int16_edge_sequences, int16_far_pairs, stand_in_sequences)
+                      int16_edge_sequences, int16_far_pairs, stable_seed, stand_in_sequences)
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not gpu_available(), reason="CuPy sees no CUDA device")]
@@ -943,7 +943,7 @@ def test_dna_genes(data_dir, mode, traceback):
 def test_random_lengths_and_scoring(mode, matrix, go, ge, traceback):
     """Ragged windows, several matrices and gaps; score-only, pairs whose scores
     fit 16 bits run two per warp beside those that do not (40/40 gaps)."""
-    rng = np.random.default_rng(hash((mode, matrix, go)) % 2**32)
+    rng = np.random.default_rng(stable_seed(mode, matrix, go))
     letters = np.array(list("ACDEFGHIKLMNPQRSTVWYX"))
     lengths = np.concatenate([[1, 1, 2, 3, 3000, 1500], rng.integers(1, 400, 31)])
     base = "".join(rng.choice(letters, 3000))
@@ -954,6 +954,30 @@ def test_random_lengths_and_scoring(mode, matrix, go, ge, traceback):
     # 37 sequences and window 16: ragged last blocks
     cpu, gpu = both(seqs, mode=mode, matrix=matrix, gap_open=go, gap_extend=ge, window=16,
                     traceback=traceback)
+    assert_same(cpu, gpu)
+
+
+@pytest.mark.parametrize("match,mismatch,go,ge", [(0, 0, 0, 0), (1, 0, 0, 0), (-2, -3, 2, 1),
+                                                  (1, 1, 5, 5), (7, -9, 30, 1)])
+@pytest.mark.parametrize("mode", ["global", "semiglobal", "local"])
+@pytest.mark.parametrize("traceback", [True, False])
+def test_dna_scoring_at_its_edges(mode, match, mismatch, go, ge, traceback):
+    """DNA scorings that a user may give and the matrices never hold: every
+    alignment scoring 0 (ties everywhere, so every tie-break shows), matches
+    free of cost, no positive score at all (local's empty alignments),
+    mismatches rewarded, and scores large enough to take some pairs to 32
+    bits. Repeats, N, lengths from 1 and a window of 16 (ragged blocks)."""
+    rng = np.random.default_rng(stable_seed(match, mismatch, go, mode))
+    lengths = np.concatenate([[1, 1, 2, 5, 2000], rng.integers(1, 300, 28)])
+    repeat = "".join(rng.choice(list("AC"), 7)) * 200
+    seqs = []
+    for k, n in enumerate(lengths):
+        if k % 4 == 0:
+            seqs.append(repeat[k:k + n])
+        else:
+            seqs.append("".join(rng.choice(list("ACGTN"), n, p=[0.24] * 4 + [0.04])))
+    cpu, gpu = both(seqs, mode=mode, alphabet="dna", match=match, mismatch=mismatch,
+                    gap_open=go, gap_extend=ge, window=16, traceback=traceback)
     assert_same(cpu, gpu)
 
 
