@@ -235,7 +235,8 @@ def test_unwritable_output_fails_before_aligning(fasta, tmp_path, monkeypatch):
     def never(*a, **k):
         raise AssertionError("aligned although the output cannot be written")
 
-    monkeypatch.setattr(cli, "align_all", never)
+    monkeypatch.setattr(cli, "align_all", never)  # --format npy
+    monkeypatch.setattr(cli, "iter_all", never)  # TSV
     res = run("all-vs-all", fasta, "-o", tmp_path / "no" / "such" / "out.tsv")
     assert res.exit_code == 2 and res.stderr.count("\n") == 1
     assert "cannot write" in res.stderr and "out.tsv" in res.stderr

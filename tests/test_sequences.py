@@ -17,9 +17,6 @@ from pairalign.alphabet import DNA_LETTERS, PROTEIN_LETTERS
 from pairalign.errors import InputError
 from pairalign.sequences import SequenceRecords, read_sequences, records_from_python
 
-DATA = pathlib.Path("/work/shared/data")
-
-
 def read_bytes(data: bytes, **kwargs) -> SequenceRecords:
     return read_sequences(io.BytesIO(data), **kwargs)
 
@@ -290,10 +287,8 @@ def independent_count(path: pathlib.Path) -> tuple[int, int]:
         ("reads_cdiph.fa", 1000, "dna"),
     ],
 )
-def test_real_files(name, count, alphabet):
-    path = DATA / name
-    if not path.exists():
-        pytest.skip(f"{path} not available")
+def test_real_files(name, count, alphabet, data_dir):
+    path = data_dir / name
     records_count, residues = independent_count(path)
     assert records_count == count
     records = read_sequences(path)
@@ -353,10 +348,8 @@ def test_records_from_python_skbio():
         records_from_python(skbio.DNA("ACGT"))
 
 
-def test_records_from_python_matches_file_reading():
-    records = read_sequences(DATA / "adeno_fiber.faa") if (DATA / "adeno_fiber.faa").exists() else read_bytes(
-        b">a\nMKV\n>b\nLLW\n"
-    )
+def test_records_from_python_matches_file_reading(data_dir):
+    records = read_sequences(data_dir / "adeno_fiber.faa")
     again = records_from_python(records.sequences, ids=records.ids)
     assert again.sequences == records.sequences and again.ids == records.ids
     assert again.alphabet == records.alphabet
@@ -572,8 +565,8 @@ def test_fasta_read_at_once_as_record_by_record_on_good_input(monkeypatch, lead,
     assert (found is not None) == (not isinstance(slow, str))
 
 
-def test_fasta_read_at_once_on_the_shared_files(monkeypatch):
+def test_fasta_read_at_once_on_the_shared_files(monkeypatch, data_dir):
     """The project's FASTA files read the same either way."""
     for name in ("proteome_HG003687.faa", "adeno_fiber.faa", "genes_CP040672.fna"):
-        fast, slow = _read_both((DATA / name).read_bytes(), monkeypatch)
+        fast, slow = _read_both((data_dir / name).read_bytes(), monkeypatch)
         assert not isinstance(fast, str) and fast == slow

@@ -75,16 +75,30 @@ def test_results_that_fit_stay_in_memory(recs, tmp_path):
     assert len(parts) == 1 and len(parts[0]) == 70 * 69 // 2
 
 
-def test_cli_output_identical_with_little_memory(recs, tmp_path):
+def test_cli_output_identical_with_little_memory(recs, tmp_path, monkeypatch):
+    """The command line's TSV is the same whether its results stay in memory
+    (one part) or go through the bucket sort in parts (1M)."""
+    from pairalign import cli
+
+    parts = []
+
+    def counted(*a, **k):
+        for part in pairalign.iter_all(*a, **k):
+            parts[-1] += 1
+            yield part
+
+    monkeypatch.setattr(cli, "iter_all", counted)
     fasta = tmp_path / "in.faa"
     fasta.write_text("".join(f">{i}\n{s}\n" for i, s in zip(recs.ids, recs.sequences)))
     outs = []
-    for memory in ("4G", "3M"):
+    for memory in ("4G", "1M"):
         out = tmp_path / f"{memory}.tsv"
+        parts.append(0)
         res = CliRunner().invoke(main, ["all-vs-all", str(fasta), "-o", str(out),
-                                        "--max-memory", memory, "--backend", "cpu"])
+                                        "--max-memory", memory, "--backend", "cpu", "-q"])
         assert res.exit_code == 0, res.output
         outs.append(out.read_bytes())
+    assert parts[0] == 1 and parts[1] > 1, parts
     assert outs[0] == outs[1] and outs[0].count(b"\n") == 1 + 70 * 69 // 2
 
 
@@ -314,6 +328,7 @@ def test_run_job_with_a_staged_placement_gives_the_same_batch(recs, mode, traceb
     from pairalign import engine
 
     be, job = _job(recs, None, mode, make_scoring(recs.alphabet), traceback, "cpu", None, None)
+    monkeypatch.setattr(engine, "STAGED_PLACEMENT", False)  # the columns' placement
     ref = run_job(job, be, width=16)
     monkeypatch.setattr(engine, "STAGED_PLACEMENT", True)
     got = run_job(job, be, width=16)
