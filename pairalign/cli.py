@@ -184,23 +184,23 @@ def tree_command(input, output, distances, method, distance, **params) -> None:
 @click.option("--min-overlap", type=click.IntRange(min=0), default=100, show_default=True,
               help="Minimum aligned length, on the shorter side.")
 @click.option("--min-identity", type=click.FloatRange(0, 1), default=0.8,
-              show_default=True, help="Minimum identity (identical / alignment columns).")
-@scoring_options(default_mode="semiglobal")
+              show_default=True, help="Minimum identity (PAF's matches / alignment columns).")
+@scoring_options(default_mode=None)
 @run_options
 @handle_errors
 def overlap_command(reads, output, min_overlap, min_identity, **params) -> None:
     """Overlaps between the DNA reads of READS, on both strands, as PAF.
 
-    Every pair of reads is aligned semiglobally with the other read and with
-    its reverse complement; the better strand is kept, classified as overlap
-    (suffix-prefix) or containment. PAF: minimap2's 12 columns (target
-    coordinates on the forward strand), then tp:A:S, AS:i:score and cg:Z:CIGAR.
+    Every pair of reads is aligned semiglobally (end gaps free) with the other
+    read and with its reverse complement; of the strands that pass the
+    thresholds the better-scoring one is kept (+ on ties), classified as
+    overlap (suffix-prefix) or containment. PAF: minimap2's 12 columns (target
+    coordinates on the forward strand; matches count A, C, G, T against the
+    same base, not N against N), then tp:A:S, AS:i:score and cg:Z:CIGAR.
     """
     from .pipelines.overlap import overlap_table, write_paf
 
     kwargs = {**scoring_kwargs(params), **run_kwargs(params)}
-    if kwargs.pop("mode") != "semiglobal":
-        raise OptionError("overlap: alignments are semiglobal (drop --mode)")
     with atomic_outputs({"-o": output}, inputs=(reads,)) as opened:
         table = overlap_table(reads, min_overlap=min_overlap, min_identity=min_identity,
                               **kwargs)

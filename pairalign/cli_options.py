@@ -348,18 +348,20 @@ def parse_devices(text: str | None) -> list[int] | None:
     return out
 
 
-def scoring_options(f: Callable | None = None, *, default_mode: str = "local"):
+def scoring_options(f: Callable | None = None, *, default_mode: str | None = "local"):
     """--mode, --matrix, --match/--mismatch, --gap-open/--gap-extend, --alphabet.
 
     Use as ``@scoring_options`` or ``@scoring_options(default_mode="global")``;
+    ``default_mode=None``: no --mode (a command whose mode is fixed).
     :func:`scoring_kwargs` turns the parameters into ``align_*`` arguments.
     """
     p, d = PROTEIN_DEFAULTS, DNA_DEFAULTS
-    decorate = _compose([
+    mode = [] if default_mode is None else [
         click.option("--mode", type=click.Choice(list(MODES)), default=default_mode,
                      show_default=True,
                      help="global (Needleman-Wunsch), semiglobal (end gaps free on both "
-                          "sequences: overlaps) or local (Smith-Waterman)."),
+                          "sequences: overlaps) or local (Smith-Waterman).")]
+    decorate = _compose(mode + [
         click.option("--matrix", metavar="NAME", default=None, callback=_matrix_name,
                      help=f"Substitution matrix: {', '.join(MATRIX_NAMES)} (any case). "
                           f"[default: protein {p['matrix']}; DNA --match/--mismatch]"),

@@ -90,23 +90,74 @@ def test_records_consistent_with_sequences(subset, table):
         assert o.overlap_length >= 100 and o.identity >= 0.8
         # the CIGAR (minimap2's convention: along the target's forward strand, the
         # query reverse-complemented for '-') spells the reported segments
-        qseg = q[o.query_start:o.query_end]
-        if o.strand == "-":
-            qseg = reverse_complement(qseg)
-        tseg = t[o.target_start:o.target_end]
-        i = j = same = cols = 0
-        for n, op in parse_cigar(o.cigar):
-            cols += n
-            if op == "M":
-                same += sum(a == b for a, b in zip(qseg[i:i + n], tseg[j:j + n]))
-                i += n
-                j += n
-            elif op == "I":
-                i += n
-            else:
-                j += n
-        assert (i, j) == (len(qseg), len(tseg)), o
-        assert (same, cols) == (o.matches, o.aligned_length), o
+        assert_spelled(o, q, t)
+
+
+def assert_spelled(o, q: str, t: str) -> None:
+    """The CIGAR (minimap2's convention: along the target's forward strand, the
+    query reverse-complemented for '-') spells the reported segments, and its
+    columns of a base (A, C, G, T) against the same base are the matches."""
+    qseg = q[o.query_start:o.query_end].upper()
+    if o.strand == "-":
+        qseg = reverse_complement(qseg)
+    tseg = t[o.target_start:o.target_end].upper()
+    i = j = same = cols = 0
+    for n, op in parse_cigar(o.cigar):
+        cols += n
+        if op == "M":
+            same += sum(a == b and a in "ACGT" for a, b in zip(qseg[i:i + n], tseg[j:j + n]))
+            i += n
+            j += n
+        elif op == "I":
+            i += n
+        else:
+            j += n
+    assert (i, j) == (len(qseg), len(tseg)), o
+    assert (same, cols) == (o.matches, o.aligned_length), o
+    assert o.identity == o.matches / o.aligned_length
+
+
+def test_ambiguity_codes_are_no_matches():
+    """N against N (and R against R) is identical but no match in PAF: the
+    matches, the identity and its threshold leave those columns out, on both
+    strands, whichever read holds the run (minimap2 counts so)."""
+    rng = random.Random(11)
+    g = list("".join(rng.choice("ACGT") for _ in range(1000)))
+    g[300:320] = "N" * 20
+    g[350:352] = "RR"
+    g = "".join(g)
+    # the runs lie in every overlap; a lower-case read and an N elsewhere too
+    reads = [g[:400], g[250:700], reverse_complement(g[280:600]).lower(),
+             "N" + g[500:900]]
+    found = find_overlaps(reads, min_overlap=50, min_identity=0.5, backend="cpu")
+    pairs = {(o.query, o.target) for o in found}
+    assert {("seq1", "seq2"), ("seq1", "seq3"), ("seq2", "seq3"), ("seq2", "seq4"),
+            ("seq3", "seq4")} <= pairs
+    for o in found:
+        assert_spelled(o, reads[int(o.query[3:]) - 1], reads[int(o.target[3:]) - 1])
+    o = next(o for o in found if (o.query, o.target) == ("seq1", "seq2"))
+    assert (o.strand, o.matches, o.aligned_length) == ("+", 150 - 22, 150)
+    o = next(o for o in found if (o.query, o.target) == ("seq1", "seq3"))
+    assert (o.strand, o.matches, o.aligned_length) == ("-", 120 - 22, 120)
+    # identities 128 / 150 = 0.853 and 98 / 120 = 0.817 (1 if N and R matched)
+    strict = find_overlaps(reads, min_overlap=50, min_identity=0.84, backend="cpu")
+    assert {(o.query, o.target) for o in strict} == pairs - {("seq1", "seq3")}
+
+
+def test_gap_only_alignments_are_no_overlaps():
+    """With free gaps two unrelated 1 bp reads align as a gap only: nothing
+    of one read is aligned, so it is no overlap even at min_overlap 0."""
+    assert find_overlaps(["A", "C"], min_overlap=0, min_identity=0, gap_open=1,
+                         gap_extend=0, backend="cpu") == []
+    (o,) = find_overlaps(["A", "A"], min_overlap=0, min_identity=0, backend="cpu")
+    assert (o.query_start, o.query_end, o.target_start, o.target_end) == (0, 1, 0, 1)
+
+
+def test_a_negative_end_tolerance_is_refused():
+    import pairalign
+
+    with pytest.raises(pairalign.OptionError, match="end_tolerance"):
+        find_overlaps(["ACGTACGT", "ACGTACGT"], min_overlap=0, end_tolerance=-5)
 
 
 def test_windows_are_filtered_as_they_come(subset, table, monkeypatch):
@@ -181,7 +232,8 @@ def test_paf_and_cli(tmp_path, subset, table):
                           str(o.aligned_length), "255"]
         assert f[12] == "tp:A:S" and f[13] == f"AS:i:{o.score}" and f[14] == f"cg:Z:{o.cigar}"
     res = CliRunner().invoke(main, ["overlap", str(fasta), "--mode", "local"])
-    assert res.exit_code == 2
+    assert res.exit_code == 2  # overlaps are semiglobal: no --mode to give
+    assert "--mode" not in CliRunner().invoke(main, ["overlap", "--help"]).output
     prot = tmp_path / "p.fa"
     prot.write_text(">a\nMKVLAWHEQ\n>b\nMKVLAWHEQ\n")
     res = CliRunner().invoke(main, ["overlap", str(prot)])

@@ -4,7 +4,8 @@ other read, on both strands, classified and written as PAF.
 Every pair of reads ``i < j`` is aligned twice in semiglobal mode (end gaps
 free): read ``i`` against read ``j`` (strand ``+``) and read ``i`` against the
 reverse complement of read ``j`` (strand ``-``). Per pair the better-scoring
-strand of those that pass the thresholds below is kept. With ``qb, qe`` the
+strand of those that pass the thresholds below is kept (``+`` where both
+score the same). With ``qb, qe`` the
 aligned range of the query (read ``i``), ``tb, te`` that of the target in the
 orientation aligned (``j`` or its reverse complement), and ``T`` =
 :data:`END_TOLERANCE` bases:
@@ -17,14 +18,16 @@ orientation aligned (``j`` or its reverse complement), and ``T`` =
   one, so there is no third, internal case.
 
 An overlap is reported when its aligned length on the shorter side
-(``min(qe - qb, te - tb)``) is at least ``min_overlap`` and its identity
-(identical columns / alignment columns, gap columns included) at least
+(``min(qe - qb, te - tb)``) is at least ``min_overlap`` (and at least 1) and
+its identity (``matches`` / alignment columns, gap columns included) at least
 ``min_identity``.
 
 PAF (minimap2's format): 12 columns ``qname qlen qstart qend strand tname tlen
 tstart tend matches block_length mapq`` (0-based starts, exclusive ends; target
 coordinates on the target's forward strand, also for ``-``; ``matches`` is the
-number of identical columns, ``block_length`` the number of alignment columns,
+number of columns pairing a base (A, C, G, T) with the same base, as minimap2
+counts them: N against N, or any ambiguity code against itself, is no match;
+``block_length`` is the number of alignment columns,
 mapq 255 for "not computed"), then ``tp:A:S``, ``AS:i:`` (the alignment score)
 and ``cg:Z:`` (the CIGAR with ``M`` for matches and mismatches; for ``-`` the
 operations run along the target's forward strand against the reverse
@@ -40,7 +43,9 @@ import numpy as np
 
 from ..cigar import format_cigars
 from ..errors import OptionError
+from ..kernels.conventions import OP_ALIGNED, OP_DEL, OP_INS
 from ..output import pair_mask, write_lines, writing_to
+from ..pairs import _ranges
 
 #: Unaligned bases tolerated at each end of a read for it to count as contained.
 END_TOLERANCE = 10
@@ -181,9 +186,82 @@ def _reverse_pairs(recs, rc, opts, keep):
 def _candidates(batch, qlen, tlen, min_overlap, min_identity):
     """Mask of the pairs passing the thresholds (the identity compared as
     :func:`~pairalign.output.pair_mask` compares it: an identity equal to the
-    threshold passes)."""
+    threshold passes). An alignment of gaps alone on one read is no overlap."""
     ov = np.minimum(batch.query_end - batch.query_begin, batch.target_end - batch.target_begin)
-    return (ov >= min_overlap) & (batch.length > 0) & pair_mask(batch, None, min_identity)
+    return (ov >= max(min_overlap, 1)) & pair_mask(batch, None, min_identity)
+
+
+#: Bytes of DNA reads as compared for PAF's matches: upper case, U read as T.
+_BASES = bytes.maketrans(b"U", b"T")
+_UNAMBIGUOUS = np.zeros(256, bool)
+_UNAMBIGUOUS[np.frombuffer(b"ACGT", np.uint8)] = True
+
+#: Aligned columns expanded at a time by :func:`_ambiguous_identities`.
+AMBIGUOUS_CHUNK = 1 << 24
+
+
+def _read_bytes(sequences: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The reads' bytes, upper case with U as T, concatenated, and each read's start."""
+    joined = "".join(sequences).encode("ascii").upper().translate(_BASES)
+    starts = np.zeros(len(sequences) + 1, np.int64)
+    np.cumsum([len(x) for x in sequences], out=starts[1:])
+    return np.frombuffer(joined, np.uint8), starts
+
+
+def _sums(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """The sum of ``values[offsets[k]:offsets[k + 1]]`` for every ``k``."""
+    total = np.zeros(len(values) + 1, np.int64)
+    np.cumsum(values, out=total[1:])
+    return total[offsets[1:]] - total[offsets[:-1]]
+
+
+def _ambiguous_identities(batch, is_rev, fwd: tuple, rev: tuple) -> np.ndarray:
+    """Per pair of ``batch`` (read ``query`` against read ``target``, or its
+    reverse complement where ``is_rev``), the aligned columns that pair an
+    ambiguity code with the same code: identical, so counted in the batch's
+    identities, but no residue match in PAF. ``fwd`` and ``rev`` are
+    :func:`_read_bytes` of the reads and of their reverse complements."""
+    out = np.zeros(len(batch), np.int64)
+    codes, starts = fwd
+    rcodes, _ = rev
+    ambiguous = _sums(~_UNAMBIGUOUS[codes], starts)
+    q = batch.query.astype(np.int64)
+    t = batch.target.astype(np.int64)
+    pairs = np.flatnonzero((ambiguous[q] > 0) & (ambiguous[t] > 0))
+    if pairs.size == 0:
+        return out
+    both = np.concatenate([codes, rcodes])
+    counts = np.diff(batch.op_offsets)
+    aligned = _sums(np.where(batch.op_code == OP_ALIGNED, batch.op_len, 0), batch.op_offsets)
+    cuts = np.searchsorted(np.cumsum(aligned[pairs]),
+                           np.arange(AMBIGUOUS_CHUNK, int(aligned[pairs].sum()) + 1,
+                                     AMBIGUOUS_CHUNK), side="right")
+    for chunk in np.split(pairs, cuts):
+        if chunk.size == 0:
+            continue
+        n_ops = counts[chunk]
+        ops = _ranges(batch.op_offsets[chunk], n_ops)
+        owner = np.repeat(np.arange(chunk.size), n_ops)
+        code, length = batch.op_code[ops], batch.op_len[ops].astype(np.int64)
+        q_step = np.where(code != OP_DEL, length, 0)
+        t_step = np.where(code != OP_INS, length, 0)
+        first = np.zeros(chunk.size, np.int64)
+        np.cumsum(n_ops[:-1], out=first[1:])
+        q_at = np.cumsum(q_step) - q_step
+        t_at = np.cumsum(t_step) - t_step
+        q_at -= q_at[first][owner] if ops.size else 0
+        t_at -= t_at[first][owner] if ops.size else 0
+        keep = code == OP_ALIGNED
+        owner, length = owner[keep], length[keep]
+        q_base = starts[q[chunk]] + batch.query_begin[chunk].astype(np.int64)
+        t_base = (starts[t[chunk]] + batch.target_begin[chunk].astype(np.int64)
+                  + np.where(is_rev[chunk], len(codes), 0))
+        qc = both[_ranges(q_base[owner] + q_at[keep], length)]
+        tc = both[_ranges(t_base[owner] + t_at[keep], length)]
+        column_owner = np.repeat(owner, length)
+        hit = (qc == tc) & ~_UNAMBIGUOUS[qc]
+        out[chunk] = np.bincount(column_owner[hit], minlength=chunk.size)
+    return out
 
 
 def overlap_table(reads, min_overlap: int = 100, min_identity: float = 0.8,
@@ -192,12 +270,15 @@ def overlap_table(reads, min_overlap: int = 100, min_identity: float = 0.8,
 
     Each window's pairs are filtered by the thresholds as the window
     finishes: only the candidates are held, not every pair's alignment."""
+    from dataclasses import replace
+
     from ..api import iter_all, load
     from ..pairs import PairBatch
     from ..sequences import records_from_python
 
-    if min_overlap < 0 or not 0 <= min_identity <= 1:
-        raise OptionError("min_overlap must be >= 0 and min_identity in [0, 1]")
+    if min_overlap < 0 or not 0 <= min_identity <= 1 or end_tolerance < 0:
+        raise OptionError("min_overlap and end_tolerance must be >= 0 and min_identity "
+                          "in [0, 1]")
     for key in ("mode", "traceback", "cigar"):
         if key in align_options:
             raise OptionError(f"overlaps are semiglobal with traceback and CIGARs: {key} "
@@ -222,6 +303,14 @@ def overlap_table(reads, min_overlap: int = 100, min_identity: float = 0.8,
         rev = _reverse_pairs(recs, rc, opts, keep)
     both = PairBatch.concat([fwd, rev])
     is_rev = np.concatenate([np.zeros(len(fwd), bool), np.ones(len(rev), bool)])
+    if len(both):  # PAF's matches: no ambiguity code matches, so the thresholds again
+        ambiguous = _ambiguous_identities(both, is_rev, _read_bytes(recs.sequences),
+                                          _read_bytes(rc.sequences))
+        if ambiguous.any():
+            both = replace(both, identities=(both.identities - ambiguous).astype(
+                both.identities.dtype))
+            passing = _candidates(both, None, None, min_overlap, min_identity)
+            both, is_rev = both.take(passing), is_rev[passing]
     # one strand per pair: the higher score (forward on ties)
     if len(both):
         key = both.query.astype(np.int64) * n + both.target
@@ -268,7 +357,8 @@ def find_overlaps(reads, min_overlap: int = 100, min_identity: float = 0.8,
     min_overlap : int
         Minimum aligned length (on the shorter side).
     min_identity : float
-        Minimum identity (identical columns / alignment columns).
+        Minimum identity (matches / alignment columns; a match pairs A, C, G
+        or T with the same base, so N against N is none).
     end_tolerance : int
         Unaligned bases allowed at each end of a contained read.
     **align_options
