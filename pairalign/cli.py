@@ -29,7 +29,7 @@ from .api import align_all, iter_all, plan_all
 from .engine import format_plan, format_run_report
 from .cli_options import (OneLineErrorGroup, exit_now, handle_errors, run_kwargs,
                           run_options, scoring_kwargs, scoring_options)
-from .errors import OptionError
+from .errors import InputError, OptionError
 from .output import atomic_outputs, pair_mask, write_npy, write_tsv
 
 
@@ -167,10 +167,18 @@ def tree_command(input, output, distances, method, distance, **params) -> None:
     Tip names are the FASTA ids, verbatim (quoted only when they hold Newick's
     special characters, as Clustal Omega reads them).
     """
+    from .api import load
     from .pipelines.tree import guide_tree, write_distances, write_newick
 
     with atomic_outputs({"-o": output, "--distances": distances}, inputs=(input,)) as opened:
-        dm, tree = guide_tree(input, method=method, distance=distance,
+        records = load(input, params.get("alphabet"))
+        quoted = [k for k, name in enumerate(records.ids) if "'" in name]
+        if quoted:  # Newick's spelling of it ('x''y') stops Clustal Omega's reader
+            k = quoted[0]
+            raise InputError("an id holding ' cannot name a guide tree's tip that "
+                             "Clustal Omega reads: rename the record",
+                             source=records.source, record=k + 1, record_id=records.ids[k])
+        dm, tree = guide_tree(records, method=method, distance=distance,
                               **scoring_kwargs(params), **run_kwargs(params))
         if distances is not None:
             write_distances(opened["--distances"], dm)

@@ -283,6 +283,23 @@ def test_outputs_that_collide(fasta, tmp_path):
     assert os.listdir(tmp_path) == []
 
 
+def test_tree_refuses_ids_that_clustal_omega_cannot_read(tmp_path, monkeypatch):
+    """Newick spells a ' in a name as '' inside quotes, which Clustal Omega's
+    --guidetree-in does not read: the record is named before any alignment."""
+    from pairalign.pipelines import tree
+
+    def never(*a, **k):
+        raise AssertionError("aligned although an id cannot be written")
+
+    monkeypatch.setattr(tree, "guide_tree", never)
+    fasta = tmp_path / "q.faa"
+    fasta.write_text(">a\nMKVLAW\n>x'y\nMKVIAW\n>c\nPRQLAY\n")
+    res = run("tree", fasta, "-o", tmp_path / "t.nwk", "--backend", "cpu")
+    assert res.exit_code == 2 and res.stderr.count("\n") == 1, res.stderr
+    assert f"{fasta}: record 2 (x'y):" in res.stderr and "Clustal Omega" in res.stderr
+    assert sorted(os.listdir(tmp_path)) == ["q.faa"]
+
+
 def test_closed_standard_output(fasta, tmp_path):
     """Standard output closed at the start (a real process): a run that writes
     to a file exits 0, one that would write to standard output says so."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import random
 import shutil
 import subprocess
 
@@ -15,6 +16,8 @@ from pairalign.cli import main
 from pairalign.pipelines.tree import (KIMURA_MAX, distance_matrix, guide_tree,
                                       newick_string, write_distances, write_newick)
 from pairalign.sequences import records_from_python
+
+from conftest import AMINO
 
 N = 40  # adeno fiber proteins used (clustalo on all 242 takes ~10-20 s)
 
@@ -136,6 +139,50 @@ def test_a_tree_of_two_sequences(adeno, method):
     assert dm[0, 1] > 0
 
 
+@pytest.mark.parametrize("seqs", [
+    ["AKVLAWHEAG", "MAVLAWHEAG", "MKALAWHEAG"],  # the midpoint on a node
+    ["NGQNQAIYNTIPNNLGGINA", "NGQNHAIYNTIPNNLWGINA", "NGQNQAIYNTIPWNWYGINA",
+     "NGQNQAIYNTIPNNLYGINA", "NGQPQAIYNTIPNNLYGINA"],  # scikit-bio's climb fails
+    "random"])
+def test_nj_trees_are_rooted_at_the_midpoint_on_a_root_of_two(seqs):
+    """Neighbour joining's tree rooted at the midpoint of its longest path, on
+    a new node: a root of two children (Clustal Omega refuses three), the
+    tips' distances those of scikit-bio's unrooted tree, and the deepest tip
+    on each side of the root at half the longest path."""
+    from skbio import TreeNode
+    from skbio.tree import nj
+
+    cases = [seqs]
+    if seqs == "random":  # small sets of mutated copies: many ties of lengths
+        rng = random.Random(5)
+        cases = []
+        for _ in range(60):
+            base = [rng.choice(AMINO) for _ in range(20)]
+            cases.append(["".join(c if rng.random() > 0.15 else rng.choice(AMINO)
+                                  for c in base) for _ in range(rng.randint(3, 8))])
+    for case in cases:
+        dm, tree = guide_tree(case, method="nj", backend="cpu")
+        ids = list(dm.ids)
+        assert len(tree.children) == 2, newick_string(tree)
+        assert sorted(t.name for t in tree.tips()) == sorted(ids)
+        got = tree.tip_tip_distances(ids).data
+        assert np.allclose(got, nj(dm).tip_tip_distances(ids).data)
+        depth = [max(t.distance(tree) for t in side.tips(include_self=True))
+                 for side in tree.children]
+        assert np.allclose(depth, got.max() / 2), newick_string(tree)
+        back = TreeNode.read(io.StringIO(newick_string(tree)), format="newick")
+        assert len(back.children) == 2
+
+
+def test_identical_sequences_are_at_zero_not_minus_zero(tmp_path):
+    """-ln(1) is -0.0: neither the PHYLIP file nor the tree writes a -0."""
+    recs = records_from_python(["MKVLAWHEAG", "MKVLAWHEAG", "MKVIAWHEAG", "PRQLAYHDKK"])
+    dm, tree = guide_tree(recs, distance="kimura", backend="cpu")
+    write_distances(tmp_path / "d.phylip", dm)
+    assert "-0" not in (tmp_path / "d.phylip").read_text()
+    assert "-0" not in newick_string(tree)
+
+
 def test_newick_ids_verbatim():
     from skbio import TreeNode
 
@@ -150,10 +197,18 @@ def test_newick_ids_verbatim():
 
 
 def test_score_distance_of_sequences_that_score_nothing_against_themselves():
-    """A run of N scores below 0 against itself: two of them are still at 0."""
-    recs = records_from_python(["ACGTACGTAC", "NNNNNNNNNN", "NNNNNNNNNN"], alphabet="dna")
+    """A run of N scores below 0 against itself, so its score distances have
+    no scale: two of them are at 0, and it is at 1 from anything else (not at
+    a raw score difference, nor at 0 from an unrelated sequence)."""
+    recs = records_from_python(["ACGTACGTAC", "NNNNNNNNNN", "NNNNNNNNNN", "ACGTACGTAA"],
+                               alphabet="dna")
     dm, _ = guide_tree(recs, distance="score", backend="cpu")
-    assert dm[1, 2] == 0 and (dm.data >= 0).all()
+    assert dm[1, 2] == 0 and dm[0, 1] == dm[0, 2] == dm[1, 3] == dm[2, 3] == 1
+    assert 0 < dm[0, 3] < 1
+    prot = records_from_python(["XXXX", "MKVLAWHEAGPRQLAYHDKKMKVLAWHEAGPR", "XXXXXXXX",
+                                "MKVLAWHE"])
+    dm, _ = guide_tree(prot, distance="score", backend="cpu")
+    assert dm[0, 1] == dm[0, 2] == dm[0, 3] == dm[2, 3] == 1 and dm[1, 3] < 1
 
 
 def test_writers(tmp_path, result):

@@ -19,9 +19,11 @@ Distances (``kind``), for each pair ``i, j`` of an all-vs-all result:
     rows, BLOSUM62 and the DNA match/mismatch matrix included). Identical
     sequences are at 0; a negative ``S_ij`` (possible in global mode) gives a
     distance above 1. Where ``min(S_ii, S_jj)`` is 0 or less (a sequence of N
-    or X alone scores nothing against itself), the distance is
-    ``min(S_ii, S_jj) - S_ij``, floored at 0 (the same formula over a
-    denominator of 1), so identical sequences stay at 0. Works without
+    or X alone scores nothing against itself), there is no scale to measure
+    ``S_ij`` against: the distance is 0 for identical sequences and 1 for any
+    others. A matrix row whose diagonal is not its largest score (BLOSUM62's
+    X: X-X -1, X-S 0) lets ``S_ij`` pass ``S_ii``, and the floor puts such
+    sequences (X-masked stretches against residues) at 0. Works without
     traceback.
 
 The diagonal is 0 and the matrix symmetric. Guide trees are built by
@@ -104,12 +106,17 @@ def _put_distances(out: np.ndarray, result, kind: str, self_scores) -> None:
     if kind == "score":
         least = np.minimum(self_scores[p.query], self_scores[p.target]).astype(np.float64)
         d = np.maximum((least - p.score) / np.maximum(least, 1.0), 0.0)
+        scaleless = np.flatnonzero(least <= 0)
+        if scaleless.size:  # no scale to measure the score against: same or not
+            seqs = result.sequences
+            d[scaleless] = [0.0 if seqs[q] == seqs[t] else 1.0 for q, t in
+                            zip(p.query[scaleless], p.target[scaleless])]
     else:
         d = _identity_distances(result)
         if kind == "kimura":
             arg = 1.0 - d - 0.2 * d * d
             with np.errstate(divide="ignore", invalid="ignore"):
-                k = -np.log(np.where(arg > 0, arg, 1.0))
+                k = 0.0 - np.log(np.where(arg > 0, arg, 1.0))  # not -0.0 at p = 0
             d = np.where(arg > 0, np.minimum(k, KIMURA_MAX), KIMURA_MAX)
     out[p.query, p.target] = d
     out[p.target, p.query] = d
@@ -132,7 +139,37 @@ def tree_from_distances(dm, method: Literal["upgma", "nj"] = "upgma"):
         return upgma(dm)
     # nj's tree is unrooted (three children at the top); MSA tools such as Clustal
     # Omega want a rooted guide tree: root it at the midpoint of its longest path
-    return nj(dm).root_at_midpoint()
+    return root_at_midpoint(nj(dm))
+
+
+def root_at_midpoint(tree):
+    """``tree`` rooted on a new node at the midpoint of its longest tip-to-tip
+    path: a binary root, whatever the lengths.
+
+    scikit-bio's ``root_at_midpoint`` (0.7) makes the node at the midpoint the
+    root where the midpoint falls on a node, a root of three children that
+    Clustal Omega refuses ("User tree must be rooted"), and can climb past
+    the root by rounding and fail. Here the walk from the path's farther tip
+    stops at the edge below the two tips' common ancestor at the latest (the
+    midpoint lies on that side), and the root goes on the edge that holds it.
+    """
+    from skbio import TreeNode
+
+    longest, (a, b) = tree.maxdist()
+    half = longest / 2.0
+    top = tree.lca([a, b]) if a is not b else a
+    node = a if a.distance(top) >= b.distance(top) else b
+    climbed = 0.0
+    while node is not top and node.parent is not top and \
+            climbed + (node.length or 0.0) < half:
+        climbed += node.length or 0.0
+        node = node.parent
+    if node is top:  # a single tip (no edge above it to cut): any edge will do
+        node = next(iter(tree.children))
+    root = TreeNode()
+    node.insert(root, min(max(half - climbed, 0.0), node.length or 0.0))
+    root.unrooted_move(branch_attrs={"length", "support"})
+    return root
 
 
 def guide_tree(sequences, method: Literal["upgma", "nj"] = "upgma",
@@ -194,7 +231,7 @@ def _newick_name(name: str) -> str:
 
 
 def _fmt_length(x: float) -> str:
-    return f"{max(float(x), 0.0):.6g}"
+    return f"{max(float(x), 0.0) + 0.0:.6g}"  # + 0.0: -0.0 prints as 0
 
 
 def newick_string(tree) -> str:
