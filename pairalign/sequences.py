@@ -39,7 +39,7 @@ _ID_WHITESPACE = re.compile(r"[ \t\n\r\x0b\x0c]")
 #: A header line's id and description, as :func:`_header_fields` splits them
 #: (ASCII whitespace only), for every line of a text at once.
 _HEADER_FIELDS = re.compile(
-    r"^[ \t\r\x0b\x0c]*([^ \t\r\x0b\x0c\n]*)[ \t\r\x0b\x0c]*(.*?)[ \t\r\x0b\x0c]*$", re.M)
+    r"^[ \t\r\x0b\x0c]*([^ \t\r\x0b\x0c\n]*)[ \t\r\x0b\x0c]*(.*)$", re.M)
 #: Quality bytes accepted in FASTQ: printable ASCII '!' (33) to '~' (126).
 _QUALITY_OK = bytes(range(33, 127))
 #: Protein letters are a superset of DNA letters: the table used when detecting.
@@ -166,7 +166,7 @@ def _line_at(data: bytes, offset: int) -> int:
 
 def _show_char(data: bytes, offset: int) -> str:
     """The character starting at byte ``offset``, as ``repr`` shows it."""
-    text = data[offset : offset + 4].decode("utf-8", errors="ignore")
+    text = data[offset : offset + 4].decode("utf-8", errors="replace")
     return repr(text[:1]) if text else repr(data[offset : offset + 1])
 
 
@@ -254,6 +254,10 @@ def _parse_fastq(data: bytes, start: int, source: str) -> _Parsed:
         if i + 3 >= last:
             return fail("truncated FASTQ record: missing quality line", i + 2)
         raw = lines[i + 1]
+        plus_id = plus[1:].split(None, 1)[:1]  # '+' may repeat the id, not name another
+        if plus_id and plus_id[0].decode("utf-8") != ident:
+            named = _printable(plus_id[0].decode("utf-8"))
+            return fail(f"the '+' line names {named!r}, not the record's id", i + 2)
         seq = raw.translate(None, _WHITESPACE)
         qual = lines[i + 3].strip()
         bad_qual = qual.translate(None, _QUALITY_OK)
@@ -298,6 +302,8 @@ def _text(data: bytes, source: str) -> tuple[bytes, int]:
                 raise _error(f"{name}-compressed data is not supported: decompress it or use gzip", source=source)
     if data.startswith(_UTF8_BOM):
         data = data[len(_UTF8_BOM) :]
+    if b"\r" in data:  # universal newlines, as Python's text mode and Biopython
+        data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
     if not data:
         raise _error("empty file", source=source)
     nul = data.find(b"\x00")
@@ -449,7 +455,8 @@ def _fasta_at_once(data: bytes, start: int, source: str,
     ids = [ident for ident, _ in fields]
     if not all(ids) or len(set(ids)) != len(ids):
         return None
-    return _records(ids, [desc for _, desc in fields], joined, lengths, alphabet, source)
+    descriptions = [desc.rstrip(" \t\r\x0b\x0c") for _, desc in fields]
+    return _records(ids, descriptions, joined, lengths, alphabet, source)
 
 
 # --------------------------------------------------------------------------------------
@@ -499,13 +506,14 @@ def read_sequences(
     bytes, then FASTA if the first non-blank character is ``>`` and FASTQ if it
     is ``@``.
 
-    FASTA records may span many lines; blank lines, ``\\r`` and spaces or tabs
+    Lines end at ``\\n``, ``\\r\\n`` or a lone ``\\r`` (as in Python's text
+    mode). FASTA records may span many lines; blank lines and spaces or tabs
     inside sequence lines are ignored. FASTQ records are the standard four
-    lines (``@header``, sequence, ``+`` line, quality of the same length, each
-    quality byte in ``!``..``~``); blank lines between records are allowed,
-    multi-line FASTQ is not. Residues are folded to upper case. The id is the
-    header up to the first whitespace (blanks right after ``>``/``@`` are
-    skipped), the description the rest of the line.
+    lines (``@header``, sequence, ``+`` line, empty or repeating the id, quality
+    of the same length, each quality byte in ``!``..``~``); blank lines between
+    records are allowed, multi-line FASTQ is not. Residues are folded to upper
+    case. The id is the header up to the first ASCII whitespace (blanks right
+    after ``>``/``@`` are skipped), the description the rest of the line.
 
     Parameters
     ----------

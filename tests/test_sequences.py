@@ -570,3 +570,49 @@ def test_fasta_read_at_once_on_the_shared_files(monkeypatch, data_dir):
     for name in ("proteome_HG003687.faa", "adeno_fiber.faa", "genes_CP040672.fna"):
         fast, slow = _read_both((data_dir / name).read_bytes(), monkeypatch)
         assert not isinstance(fast, str) and fast == slow
+
+
+@pytest.mark.parametrize("data, ids, seqs, descriptions", [
+    (b">a desc\rACGT\r>b\nGGGG\n", ["a", "b"], ["ACGT", "GGGG"], ["desc", ""]),
+    (b">a\rACGT\nGG\n", ["a"], ["ACGTGG"], [""]),
+    (b">a\rMKV\r\n>b\r\nWW\r\n", ["a", "b"], ["MKV", "WW"], ["", ""]),
+    (b">a x \rACGT\r", ["a"], ["ACGT"], ["x"]),
+    (b"@r\rACGT\r+\rIIII\r", ["r"], ["ACGT"], [""]),
+])
+def test_a_lone_carriage_return_ends_a_line(data, ids, seqs, descriptions, monkeypatch):
+    """CR alone ends a line, as CR LF and LF do (Python's universal newlines):
+    a header's CR once made the next lines its description, and their
+    records vanished with no error."""
+    for got in _read_both(data, monkeypatch):
+        assert not isinstance(got, str), got
+        assert (got[0], got[2], got[1]) == (ids, seqs, descriptions)
+
+
+def test_a_long_run_of_blanks_in_a_header_reads_in_linear_time(monkeypatch):
+    """A header's description with 200,000 blanks inside: the split of the
+    whole text took time quadratic in the run (minutes here); it must take
+    well under a second, so a generous bound tells a hang from a slow host."""
+    import threading
+
+    data = b">a b" + b" " * 200_000 + b"c \n" + b"MKV\n" * 3 + b">d\nWW\n"
+    done = []
+    worker = threading.Thread(target=lambda: done.append(_read_both(data, monkeypatch)),
+                              daemon=True)
+    worker.start()
+    worker.join(30)
+    assert done, "still splitting the header after 30 s"
+    for got in done[0]:
+        assert got[0] == ["a", "d"] and got[1][0] == "b" + " " * 200_000 + "c"
+
+
+def test_a_fastq_plus_line_naming_another_record_is_refused():
+    """The '+' line may be empty or repeat the record's id; another id means a
+    corrupt or mis-joined file."""
+    assert read_bytes(b"@r x\nACGT\n+r\nIIII\n").sequences == ["ACGT"]
+    with pytest.raises(InputError, match=r"line 3: record 1 \(r\): the '\+' line names 's'"):
+        read_bytes(b"@r\nACGT\n+s\nIIII\n")
+
+
+def test_an_unpaired_surrogate_is_named_as_it_is():
+    with pytest.raises(InputError, match="position 3: invalid character '\ufffd'"):
+        records_from_python(["AC\ud800GT"])
