@@ -237,7 +237,8 @@ def search_command(queries, targets, output, top, fmt, **params) -> None:
     blast6 columns: qseqid sseqid pident length mismatch gapopen qstart qend
     sstart send evalue bitscore (1-based, inclusive). E-values and bit scores
     are not computed: evalue is NaN and bitscore holds the raw score.
-    Hits per query: highest score first, ties in target input order.
+    Hits per query: highest score first, ties in target input order; an
+    empty local alignment (score 0) is no hit and has no blast6 line.
     """
     from .pipelines.search import search, write_blast6, write_search_tsv
 

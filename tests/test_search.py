@@ -98,6 +98,34 @@ def test_blast6_columns(qt):
         assert f[10] == "NaN" and int(f[11]) == rec.score
 
 
+def test_empty_local_alignments_are_no_blast6_hits():
+    """A local alignment of score 0 (nothing scores above 0) has no residues
+    and no coordinates: BLAST writes no line for it, and neither does
+    write_blast6; the query's positive hits are still written, best first."""
+    result, hits = search(["MKVLAW", "PPPP"], ["MKVLAW", "GG"], top=5, backend="cpu")
+    assert [(result[k].query_id, result[k].score > 0) for k in hits] == [
+        ("seq1", True), ("seq1", False), ("seq2", False), ("seq2", False)]
+    buf = io.BytesIO()
+    write_blast6(buf, result, hits)
+    lines = buf.getvalue().decode().splitlines()
+    assert [line.split("\t")[:2] + line.split("\t")[6:8] for line in lines] == [
+        ["seq1", "seq1", "1", "6"]]
+
+
+@pytest.mark.parametrize("identities, length, printed", [(201, 320, "62.813"),
+                                                         (1, 3, "33.333"), (7, 7, "100.000")])
+def test_blast6_pident_rounds_as_blast_prints_it(identities, length, printed):
+    """BLAST+ prints ident / length * 100 with 3 decimals; 100 * ident / length
+    rounds the other way at 201 / 320 (62.8125 is not exact either way)."""
+    q = "A" * length
+    t = "A" * identities + "C" * (length - identities)
+    result, hits = search([q], [t], mode="global", alphabet="dna", backend="cpu")
+    assert (result[0].identities, result[0].length) == (identities, length)
+    buf = io.BytesIO()
+    write_blast6(buf, result, hits)
+    assert buf.getvalue().decode().split("\t")[2] == printed
+
+
 def test_blast6_parsable_by_biopython(qt):
     from Bio import SearchIO
 

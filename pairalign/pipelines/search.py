@@ -6,7 +6,10 @@ BLAST tabular columns: ``qseqid sseqid pident length mismatch gapopen qstart
 qend sstart send evalue bitscore``, coordinates 1-based and inclusive.
 ``pident`` is 100 x identical columns / alignment columns (gap columns
 included, as BLAST), ``length`` the number of alignment columns, ``mismatch``
-the mismatched columns, ``gapopen`` the number of gaps (runs of I or D).
+the mismatched columns, ``gapopen`` the number of gaps (runs of I or D). An
+empty local alignment (score 0: no residue pair scores above 0) is no hit
+and has no line, as in BLAST; so a query may have fewer than ``top`` lines,
+or none.
 E-values and bit scores are **not computed** (they need Karlin-Altschul
 statistics for the scoring scheme and database): ``evalue`` is written ``NaN``
 and the ``bitscore`` column holds the raw alignment score. ``evalue`` is written
@@ -160,19 +163,19 @@ def write_blast6(handle_or_path, result, hits=None) -> None:
         batch = result.pairs if hits is None else result.pairs.take(np.asarray(hits))
         mism, gaps = _op_counts(batch)
         length = batch.length.astype(np.int64)
-        pident = np.where(length > 0, 100.0 * batch.identities / np.maximum(length, 1), 0.0)
+        # BLAST+'s order of operations (ident / length * 100), so that the last
+        # of the 3 decimals rounds as it prints them
+        pident = batch.identities / np.maximum(length, 1) * 100.0
         qids, tids = result.ids, result.target_ids
 
         def line(k: int) -> str:
-            # an empty local alignment (score 0) has no coordinates: 0 0 like BLAST's none
             qs, qe = int(batch.query_begin[k]) + 1, int(batch.query_end[k])
             ss, se = int(batch.target_begin[k]) + 1, int(batch.target_end[k])
-            if length[k] == 0:
-                qs = qe = ss = se = 0
             return (f"{qids[batch.query[k]]}\t{tids[batch.target[k]]}\t{pident[k]:.3f}\t"
                     f"{length[k]}\t{mism[k]}\t{gaps[k]}\t{qs}\t{qe}\t{ss}\t{se}\tNaN\t"
                     f"{int(batch.score[k])}\n")
-        write_lines(handle, map(line, range(len(batch))))
+        # an empty local alignment (score 0) is no hit: BLAST writes no line for it
+        write_lines(handle, map(line, np.flatnonzero(length > 0)))
 
 
 def write_search_tsv(handle_or_path, result, hits=None) -> None:
