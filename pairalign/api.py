@@ -375,9 +375,18 @@ def align_pair(
     match: int | None = None,
     mismatch: int | None = None,
     alphabet: str | None = None,
+    traceback: bool = True,
+    cigar: bool = True,
     backend: str = "cpu",
+    devices: Sequence[int] | None = None,
+    threads: int | None = 1,
+    max_memory: int | str = DEFAULT_MAX_MEMORY,
 ) -> PairAlignment:
     """Align one pair of sequences (strings or scikit-bio sequences).
+
+    The options are :func:`align_many`'s, on the CPU by default (a pair is
+    too little work to start a GPU for); ``threads`` 1 by default (a long
+    pair runs on all of its thread's vector lanes).
 
     Examples
     --------
@@ -393,5 +402,6 @@ def align_pair(
                                          alphabet=both.alphabet),
                      mode=mode, matrix=matrix, gap_open=gap_open,
                      gap_extend=gap_extend, match=match, mismatch=mismatch,
-                     alphabet=alphabet, backend=backend, threads=1)
+                     alphabet=alphabet, traceback=traceback, cigar=cigar, backend=backend,
+                     devices=devices, threads=threads, max_memory=max_memory)
     return res[0]

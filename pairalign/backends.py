@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+from numbers import Integral
 from typing import Sequence
 
 from .errors import OptionError
@@ -82,6 +83,9 @@ def get_backend(name: str = "auto", threads: int | None = None,
         several, the engine runs one worker per device (each its own
         ``GPUBackend(devices=[d])``), taking windows in LPT order.
     """
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, Integral)
+                                or threads < 1):
+        raise OptionError(f"threads must be a whole number >= 1, got {threads!r}")
     if backend_name(name) == "gpu":
         from .kernels.gpu_backend import GPUBackend
 

@@ -60,8 +60,9 @@ def _check_output_options(output: str, fmt: str, no_traceback: bool, cigar_m: bo
         raise OptionError("--min-identity needs alignments: drop --no-traceback")
     if no_cigar and no_traceback:
         raise OptionError("--no-cigar: a score-only run (--no-traceback) has no CIGAR to drop")
-    if no_cigar and cigar_m:
-        raise OptionError("--cigar-m: --no-cigar writes no CIGAR")
+    if cigar_m and (no_cigar or no_traceback):
+        raise OptionError(f"--cigar-m: {'--no-cigar' if no_cigar else '--no-traceback'} "
+                          f"writes no CIGAR")
 
 
 @main.command("all-vs-all")

@@ -243,8 +243,11 @@ def filter_pairs(batch: PairBatch, min_score: int | None = None,
     """The pairs scoring at least ``min_score`` with identity at least ``min_identity``.
 
     Identity is ``identities / length`` (0 for an empty alignment), compared
-    exactly: a pair of identity 3/10 passes ``min_identity=0.3``. Vectorised;
-    pairs keep their order.
+    exactly with any threshold of up to 9 significant digits (alignments of
+    up to a million columns): a pair of identity 3/10 passes
+    ``min_identity=0.3``. A longer threshold is taken as the float nearest
+    it (``0.33333333333333334`` is 1/3's float, and 1/3 passes it).
+    Vectorised; pairs keep their order.
 
     Raises
     ------
@@ -278,7 +281,9 @@ def pair_mask(batch: PairBatch, min_score: int | None = None,
             raise OptionError("--min-identity needs alignments: drop --no-traceback")
         length = batch.length.astype(np.float64)
         # identities / length is correctly rounded, so it compares with the float
-        # nearest the threshold exactly as the two fractions compare
+        # nearest the threshold as the two fractions compare wherever they lie
+        # more than an ulp apart: for a threshold of d significant digits they
+        # are at least 1 / (length 10^d) apart, so up to 9 digits for 1e6 columns
         ident = np.divide(batch.identities, length, out=np.zeros(len(batch)), where=length > 0)
         keep &= ident >= min_identity
     return keep

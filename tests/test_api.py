@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 from pathlib import Path
 
@@ -388,6 +389,24 @@ def test_align_pair():
     assert (g.query_begin, g.query_end, g.target_begin, g.target_end) == (0, 10, 0, 7)
     d = pairalign.align_pair("ACGTACGT", "ACGTTCGT", mode="global")
     assert d.score == 7 * 2 - 3 and d.cigar == "4=1X3="
+
+
+def test_align_pair_takes_the_run_options():
+    """align_pair takes align_many's options (traceback, cigar, threads,
+    devices, max_memory) and gives align_many's pair."""
+    q, t = "HEAGAWGHEEMKVLAW", "PAWHEAEMKVIAW"
+    for opts in ({"traceback": False}, {"cigar": False}, {"threads": 2},
+                 {"max_memory": "64M"}, {"mode": "global", "traceback": False}):
+        want = pairalign.align_many([q], [t], backend="cpu", **opts)[0]
+        got = pairalign.align_pair(q, t, **opts)
+        assert dataclasses.replace(want, query_id="query", target_id="target") == got, opts
+    assert pairalign.align_pair(q, t, traceback=False).cigar is None
+
+
+@pytest.mark.parametrize("threads", [0, -5, 2.5, True, "2"])
+def test_threads_must_be_a_whole_number_of_at_least_one(threads):
+    with pytest.raises(pairalign.OptionError, match="threads must be a whole number"):
+        pairalign.align_all(["MKVLA", "MKVIA"], threads=threads, backend="cpu")
 
 
 def test_align_pair_uses_one_alphabet():

@@ -467,6 +467,14 @@ def test_no_cigar_option_errors(fasta, args, message):
     assert res.exit_code == 2 and res.stderr.startswith(f"pairalign: error: {message}")
 
 
+def test_cigar_m_without_traceback_is_refused(fasta):
+    """A score-only run writes no CIGAR, so --cigar-m means nothing there (as
+    with --no-cigar)."""
+    res = run("all-vs-all", fasta, "--no-traceback", "--cigar-m")
+    assert res.exit_code == 2 and res.stderr.count("\n") == 1
+    assert res.stderr.startswith("pairalign: error: --cigar-m: --no-traceback writes no CIGAR")
+
+
 def test_disk_error_is_one_line(fasta, tmp_path, monkeypatch):
     def full(handle, *a, **k):
         handle.write(b"some")
