@@ -390,7 +390,7 @@ def main() -> int:
                    {"glibc": glibc, "none": {}, "heap": heap}.get(malloc, environ)}
             with dask.config.set(env), LocalCluster(
                     n_workers=k, threads_per_worker=nthreads, processes=processes,
-                    dashboard_address=None) as cl, Client(cl) as client:
+                    dashboard_address=":0") as cl, Client(cl) as client:
                 client.run(set_all, args.set)  # the workers' own settings too
                 run(warm, client=client, keep=keep)
                 for n in range(args.dask_runs):

@@ -46,7 +46,7 @@ def _private_cost_cache(tmp_path, monkeypatch):
 @pytest.fixture(scope="module")
 def cluster():
     cl = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=None, protocol="tcp://",
+                                  dashboard_address=":0", protocol="tcp://",
                                   host="127.0.0.1")
     client = distributed.Client(cl, timeout=30)
     try:
@@ -201,7 +201,7 @@ def test_a_worker_of_two_threads(cluster):
     job = job_of(50, None, "local", True)
     ref = run_job(job, CPU, width=16)
     with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
-                                  dashboard_address=None, protocol="tcp://",
+                                  dashboard_address=":0", protocol="tcp://",
                                   host="127.0.0.1") as cl, distributed.Client(cl) as client:
         timings = {}
         same(run_job(job, CPU, width=16, client=client, timings=timings), ref)
@@ -402,7 +402,7 @@ def test_worker_processes():
     """Workers in their own processes: the job and the results are pickled."""
     job = job_of(40)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None, host="127.0.0.1") as cl, \
+                                  dashboard_address=":0", host="127.0.0.1") as cl, \
             distributed.Client(cl, timeout=60) as client:
         same(run_job(job, CPU, width=16, client=client), run_job(job, CPU, width=16))
 

@@ -1186,7 +1186,7 @@ def test_dask_cluster_of_gpu_workers_gives_the_cpus_pairs(data_dir, mode, traceb
     ref = run_job(job, cpu_be)
     timings: dict = {}
     with distributed.LocalCluster(n_workers=min(2, gpu_count()), threads_per_worker=1,
-                                  processes=True, dashboard_address=None,
+                                  processes=True, dashboard_address=":0",
                                   host="127.0.0.1") as cl, \
             distributed.Client(cl, timeout=60) as client:
         got = run_job(job, cpu_be, width=32, client=client, timings=timings)
