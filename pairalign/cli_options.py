@@ -428,7 +428,7 @@ def run_kwargs(params: dict) -> dict:
     out = {name: params.pop(name) for name in RUN_PARAMS if name in params}
     out["progress"] = terminal_progress(out.pop("quiet", False))
     cluster = params.pop("cluster", None)
-    if cluster:
+    if cluster is not None:  # "" too: an unset $ADDR must not run locally unseen
         from .scheduler.distributed import connect
 
         out["client"] = connect(cluster)

@@ -467,6 +467,14 @@ def test_no_cigar_option_errors(fasta, args, message):
     assert res.exit_code == 2 and res.stderr.startswith(f"pairalign: error: {message}")
 
 
+def test_an_empty_cluster_address_is_refused(fasta):
+    """--cluster "" (an unset $ADDR) must not run locally unnoticed."""
+    pytest.importorskip("distributed")
+    res = run("all-vs-all", fasta, "--cluster", "")
+    assert res.exit_code == 2 and res.stderr.count("\n") == 1
+    assert "no Dask scheduler address given" in res.stderr
+
+
 def test_cigar_m_without_traceback_is_refused(fasta):
     """A score-only run writes no CIGAR, so --cigar-m means nothing there (as
     with --no-cigar)."""

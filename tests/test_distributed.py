@@ -267,7 +267,85 @@ def test_a_slow_window_holds_back_an_ordered_stream(cluster, monkeypatch):
         same(a, b)
 
 
-@pytest.mark.parametrize("address", ["garbage", "http://127.0.0.1:8786", "not-dask"])
+def test_connect_gives_up_on_a_listener_that_never_answers(cluster):
+    """A service that takes the connection and says nothing: Dask's handshake
+    read has no deadline, so connect (and --cluster) waited forever; it now
+    raises within its timeout, and the probe of a worker's address answers
+    False within its own."""
+    import socket
+    import threading
+
+    from pairalign.scheduler.distributed import workers_reachable
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    held = []
+
+    def take():
+        while True:
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=take, daemon=True).start()
+    address = f"tcp://127.0.0.1:{server.getsockname()[1]}"
+    outcome = []
+
+    def attempt():
+        try:
+            connect(address, timeout=2)
+        except OptionError as exc:
+            outcome.append(str(exc))
+
+    try:
+        worker = threading.Thread(target=attempt, daemon=True)
+        worker.start()
+        worker.join(60)
+        assert outcome and outcome[0].startswith(f"no Dask scheduler at {address}")
+        answered = []
+        probe = threading.Thread(target=lambda: answered.append(
+            workers_reachable(cluster, [address], timeout=1.0)), daemon=True)
+        probe.start()
+        probe.join(60)
+        assert answered == [False]
+    finally:
+        server.close()
+        for conn in held:
+            conn.close()
+
+
+def test_workers_forget_a_finished_runs_job(cluster):
+    """Each run's backend and job, kept on a worker for the run's tasks, are
+    dropped at its end (client.run(forget)): a long-lived worker does not
+    hold every past job."""
+    from pairalign.scheduler import distributed as dist
+
+    for n in (30, 40):
+        job = job_of(n)
+        same(run_job(job, CPU, width=16, client=cluster), run_job(job, CPU, width=16))
+        assert cluster.run(lambda: len(dist._CACHE)) == {w: 0 for w in
+                                                          cluster.scheduler_info()["workers"]}
+
+
+def test_a_run_whose_cluster_loses_it_says_so(cluster, monkeypatch):
+    """Futures cancelled under the run (its worker or scheduler gone) are
+    the cluster's failure, not a bug: one DeviceError, not Dask's traceback."""
+    from distributed.client import FutureCancelledError
+
+    from pairalign.errors import DeviceError
+    from pairalign.scheduler import distributed as dist
+
+    def lost(self):
+        raise FutureCancelledError("pairalign-window-x", "already forgotten")
+
+    monkeypatch.setattr(dist._Fetcher, "next", lost)
+    with pytest.raises(DeviceError, match="the Dask cluster lost the run"):
+        run_job(job_of(30), CPU, width=16, client=cluster)
+
+
+@pytest.mark.parametrize("address", ["garbage", "http://127.0.0.1:8786", "not-dask", ""])
 def test_connect_says_when_no_scheduler_answers(cluster, address):
     """A malformed address, or a service that is not Dask's (here one that
     answers every connection with HTTP): one OptionError naming the address.
@@ -294,7 +372,7 @@ def test_connect_says_when_no_scheduler_answers(cluster, address):
 
         threading.Thread(target=answer, daemon=True).start()
     try:
-        with pytest.raises(OptionError, match=f"no Dask scheduler at {address}"):
+        with pytest.raises(OptionError, match=f"no Dask scheduler a[td]{'' if address else 'dress'}"):
             connect(address, timeout=10)
     finally:
         if server is not None:

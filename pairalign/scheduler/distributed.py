@@ -68,11 +68,37 @@ def connect(address: str, timeout: float = 30.0):
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise OptionError("--cluster needs dask[distributed]: pip install "
                           "'pairalign[distributed]'") from exc
+    if not address.strip():
+        raise OptionError("no Dask scheduler address given (an empty --cluster)")
     try:
+        _answers_within(address, timeout)  # Dask's own handshake has no deadline
         return Client(address, timeout=timeout)
     except Exception as exc:  # a garbage frame read as a length: a MemoryError among them
         why = " ".join(str(exc).split()) or type(exc).__name__
         raise OptionError(f"no Dask scheduler at {address}: {why}") from None
+
+
+def _answers_within(address: str, timeout: float) -> None:
+    """A Dask handshake with ``address``, connection and handshake within
+    ``timeout`` seconds (on a loop of its own, so that it also works where the
+    caller's thread runs one); raises otherwise."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    from distributed.comm import connect as comm_connect
+    from distributed.security import Security
+
+    args = Security().get_connection_args("client")
+
+    async def probe():
+        comm = await asyncio.wait_for(comm_connect(address, timeout=timeout, **args), timeout)
+        await comm.close()
+
+    with ThreadPoolExecutor(1) as pool:
+        try:
+            pool.submit(asyncio.run, probe()).result()
+        except (asyncio.TimeoutError, TimeoutError):
+            raise TimeoutError(f"no Dask handshake within {timeout:g} s") from None
 
 
 # ---------------------------------------------------------------------------------
@@ -290,9 +316,9 @@ def run_window_task(job: Job, token: str, windows: list, kind: str = "auto",
             entry["label"], bt)
 
 
-def forget(token: str) -> int:
+def forget(token: str, dask_worker=None) -> int:
     """Drop the backends and device state a job left on this worker."""
-    addr, _ = _worker_id()
+    addr = dask_worker.address if dask_worker is not None else _worker_id()[0]
     with _CACHE_LOCK:
         keys = [k for k in _CACHE if k[1] == token and k[0] == addr]
         for k in keys:
@@ -384,7 +410,8 @@ def workers_reachable(client, addresses=None, timeout: float = PROBE_TIMEOUT_S) 
 
     async def answers(address) -> bool:
         try:
-            comm = await connect(address, timeout=timeout, **client.connection_args)
+            comm = await asyncio.wait_for(connect(address, timeout=timeout,
+                                                  **client.connection_args), timeout)
         except (OSError, asyncio.TimeoutError, TimeoutError):
             return False
         await comm.close()
@@ -538,6 +565,9 @@ def iter_distributed(job: Job, client, *, backend=None, max_memory: int = 4 << 3
     ``keep`` (a batch -> boolean mask) filters each window's pairs on the
     worker that ran it: only the kept pairs cross to the client.
     """
+    from distributed import KilledWorker
+    from distributed.client import FutureCancelledError
+
     from ..engine import _call_progress, _sorted_by_rank
 
     started = time.perf_counter()
@@ -577,7 +607,13 @@ def iter_distributed(job: Job, client, *, backend=None, max_memory: int = 4 << 3
     try:
         while fetcher is not None:
             t = time.perf_counter()
-            got = fetcher.next()
+            try:
+                got = fetcher.next()
+            except (FutureCancelledError, KilledWorker) as exc:  # the cluster's, not a bug
+                from ..errors import DeviceError
+
+                raise DeviceError("the Dask cluster lost the run (a worker or the scheduler "
+                                  f"gone): {' '.join(str(exc).split())}") from exc
             wait = time.perf_counter() - t
             if got is None:
                 break
