@@ -227,12 +227,12 @@ def _ambiguous_identities(batch, is_rev, fwd: tuple, rev: tuple) -> np.ndarray:
     ambiguous = _sums(~_UNAMBIGUOUS[codes], starts)
     q = batch.query.astype(np.int64)
     t = batch.target.astype(np.int64)
-    pairs = np.flatnonzero((ambiguous[q] > 0) & (ambiguous[t] > 0))
+    counts = np.diff(batch.op_offsets)
+    aligned = _sums(np.where(batch.op_code == OP_ALIGNED, batch.op_len, 0), batch.op_offsets)
+    pairs = np.flatnonzero((ambiguous[q] > 0) & (ambiguous[t] > 0) & (aligned > 0))
     if pairs.size == 0:
         return out
     both = np.concatenate([codes, rcodes])
-    counts = np.diff(batch.op_offsets)
-    aligned = _sums(np.where(batch.op_code == OP_ALIGNED, batch.op_len, 0), batch.op_offsets)
     cuts = np.searchsorted(np.cumsum(aligned[pairs]),
                            np.arange(AMBIGUOUS_CHUNK, int(aligned[pairs].sum()) + 1,
                                      AMBIGUOUS_CHUNK), side="right")
