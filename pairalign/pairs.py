@@ -12,6 +12,8 @@ from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
+from .kernels.conventions import OP_ALIGNED
+
 _COLUMNS = ("query", "target", "score", "query_begin", "query_end", "target_begin",
             "target_end", "identities", "length")
 #: The columns a staged Placement places as rows (batch_ops.place_rows)
@@ -205,6 +207,13 @@ class PairBatch:
     @property
     def n_ops(self) -> np.ndarray:
         return np.diff(self.op_offsets)
+
+    def aligned_columns(self) -> np.ndarray:
+        """Columns of an aligned residue pair (``M``: matches and mismatches)
+        of every pair, from its operations (int64)."""
+        total = np.zeros(len(self.op_code) + 1, np.int64)
+        np.cumsum(np.where(self.op_code == OP_ALIGNED, self.op_len, 0), out=total[1:])
+        return total[self.op_offsets[1:]] - total[self.op_offsets[:-1]]
 
     @classmethod
     def empty(cls) -> "PairBatch":

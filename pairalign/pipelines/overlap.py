@@ -45,7 +45,7 @@ from ..cigar import format_cigars
 from ..errors import OptionError
 from ..kernels.conventions import OP_ALIGNED, OP_DEL, OP_INS
 from ..output import pair_mask, write_lines, writing_to
-from ..pairs import _ranges
+from ..pairs import _offsets, _ranges
 
 #: Unaligned bases tolerated at each end of a read for it to count as contained.
 END_TOLERANCE = 10
@@ -208,31 +208,25 @@ def _read_bytes(sequences: list[str]) -> tuple[np.ndarray, np.ndarray]:
     return np.frombuffer(joined, np.uint8), starts
 
 
-def _sums(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """The sum of ``values[offsets[k]:offsets[k + 1]]`` for every ``k``."""
-    total = np.zeros(len(values) + 1, np.int64)
-    np.cumsum(values, out=total[1:])
-    return total[offsets[1:]] - total[offsets[:-1]]
-
-
-def _ambiguous_identities(batch, is_rev, fwd: tuple, rev: tuple) -> np.ndarray:
+def _ambiguous_identities(batch, is_rev, reads: list[str],
+                          reverse_complements: list[str]) -> np.ndarray:
     """Per pair of ``batch`` (read ``query`` against read ``target``, or its
     reverse complement where ``is_rev``), the aligned columns that pair an
     ambiguity code with the same code: identical, so counted in the batch's
-    identities, but no residue match in PAF. ``fwd`` and ``rev`` are
-    :func:`_read_bytes` of the reads and of their reverse complements."""
+    identities, but no residue match in PAF."""
     out = np.zeros(len(batch), np.int64)
-    codes, starts = fwd
-    rcodes, _ = rev
-    ambiguous = _sums(~_UNAMBIGUOUS[codes], starts)
+    codes, starts = _read_bytes(reads)
+    seen = np.zeros(len(codes) + 1, np.int64)
+    np.cumsum(~_UNAMBIGUOUS[codes], out=seen[1:])
+    ambiguous = seen[starts[1:]] - seen[starts[:-1]]  # ambiguity codes a read
     q = batch.query.astype(np.int64)
     t = batch.target.astype(np.int64)
-    counts = np.diff(batch.op_offsets)
-    aligned = _sums(np.where(batch.op_code == OP_ALIGNED, batch.op_len, 0), batch.op_offsets)
+    counts = batch.n_ops
+    aligned = batch.aligned_columns()
     pairs = np.flatnonzero((ambiguous[q] > 0) & (ambiguous[t] > 0) & (aligned > 0))
     if pairs.size == 0:
         return out
-    both = np.concatenate([codes, rcodes])
+    both = np.concatenate([codes, _read_bytes(reverse_complements)[0]])
     cuts = np.searchsorted(np.cumsum(aligned[pairs]),
                            np.arange(AMBIGUOUS_CHUNK, int(aligned[pairs].sum()) + 1,
                                      AMBIGUOUS_CHUNK), side="right")
@@ -245,12 +239,11 @@ def _ambiguous_identities(batch, is_rev, fwd: tuple, rev: tuple) -> np.ndarray:
         code, length = batch.op_code[ops], batch.op_len[ops].astype(np.int64)
         q_step = np.where(code != OP_DEL, length, 0)
         t_step = np.where(code != OP_INS, length, 0)
-        first = np.zeros(chunk.size, np.int64)
-        np.cumsum(n_ops[:-1], out=first[1:])
+        first = _offsets(n_ops)[:-1][owner]  # each operation's pair's first
         q_at = np.cumsum(q_step) - q_step
         t_at = np.cumsum(t_step) - t_step
-        q_at -= q_at[first][owner] if ops.size else 0
-        t_at -= t_at[first][owner] if ops.size else 0
+        q_at -= q_at[first]
+        t_at -= t_at[first]
         keep = code == OP_ALIGNED
         owner, length = owner[keep], length[keep]
         q_base = starts[q[chunk]] + batch.query_begin[chunk].astype(np.int64)
@@ -304,8 +297,7 @@ def overlap_table(reads, min_overlap: int = 100, min_identity: float = 0.8,
     both = PairBatch.concat([fwd, rev])
     is_rev = np.concatenate([np.zeros(len(fwd), bool), np.ones(len(rev), bool)])
     if len(both):  # PAF's matches: no ambiguity code matches, so the thresholds again
-        ambiguous = _ambiguous_identities(both, is_rev, _read_bytes(recs.sequences),
-                                          _read_bytes(rc.sequences))
+        ambiguous = _ambiguous_identities(both, is_rev, recs.sequences, rc.sequences)
         if ambiguous.any():
             both = replace(both, identities=(both.identities - ambiguous).astype(
                 both.identities.dtype))

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import OptionError
-from ..kernels.conventions import OP_ALIGNED, OP_DEL, OP_INS
+from ..kernels.conventions import OP_DEL, OP_INS
 from ..output import write_lines, write_tsv, writing_to
 
 #: Pairs of finished windows a search with ``top`` gathers before merging
@@ -142,12 +142,9 @@ def search(queries, targets, top: int | None = None, mode: str = "local",
 
 def _op_counts(batch):
     """Mismatched columns and gap openings of every pair."""
-    n_ops = batch.n_ops
-    pair = np.repeat(np.arange(len(batch)), n_ops)
+    pair = np.repeat(np.arange(len(batch)), batch.n_ops)
     code = batch.op_code
-    aligned = np.bincount(pair[code == OP_ALIGNED], batch.op_len[code == OP_ALIGNED],
-                          minlength=len(batch)).astype(np.int64)
-    mism = aligned - batch.identities.astype(np.int64)
+    mism = batch.aligned_columns() - batch.identities.astype(np.int64)
     gaps = np.bincount(pair[(code == OP_INS) | (code == OP_DEL)],
                        minlength=len(batch)).astype(np.int64)
     return mism, gaps
