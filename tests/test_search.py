@@ -127,7 +127,7 @@ def test_blast6_pident_rounds_as_blast_prints_it(identities, length, printed):
 
 
 def test_blast6_parsable_by_biopython(qt):
-    from Bio import SearchIO
+    SearchIO = pytest.importorskip("Bio.SearchIO")
 
     q, t = qt
     result, hits = search(q, t, top=2, backend="cpu")
