@@ -342,6 +342,86 @@ def test_workers_forget_a_finished_runs_job(cluster, monkeypatch):
     assert not set(tokens) & {t for keys in left.values() for t in keys}
 
 
+_KILLED_CLIENT = """
+import os, signal, sys
+import numpy as np
+from dask.distributed import Client
+from pairalign.job import Job, SortedSet
+from pairalign.kernels.cpu_backend import CPUBackend
+from pairalign.scheduler.distributed import iter_distributed
+from pairalign.scoring import Scoring
+
+rng = np.random.default_rng(7)
+sc = Scoring.create("protein")
+seqs = ["".join(rng.choice(list("ACDEFGHIKLMNPQRSTVWY"), int(k)))
+        for k in rng.integers(8, 80, 60)]
+job = Job("local", sc, True, SortedSet.encode(seqs, sc), None)
+client = Client(sys.argv[1], timeout=30)
+for batch in iter_distributed(job, client, backend=CPUBackend(threads=1), width=16,
+                              max_inflight=2):
+    os.kill(os.getpid(), signal.SIGKILL)  # no forget, no release: the client is gone
+"""
+
+
+def test_a_killed_clients_run_is_dropped_by_the_next_run(cluster):
+    """A client killed outright never calls forget: its run's entries (a
+    backend each, a device's memory on a GPU worker) stay on the workers until
+    the next run's first task there finds the run's job gone from the
+    scheduler and drops them, before its own backend sizes itself."""
+    import subprocess
+    import sys
+    import time
+
+    from pairalign.scheduler import distributed as dist
+
+    def tokens():
+        return {k[1] for k in dist._CACHE}  # processes=False: the workers are threads here
+
+    def clients():
+        return cluster.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.clients))
+
+    before, baseline = tokens(), clients()
+    done = subprocess.run([sys.executable, "-c", _KILLED_CLIENT,
+                           cluster.scheduler_info()["address"]],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == -9, done.stderr
+    orphans = tokens() - before
+    assert orphans
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and (
+            clients() > baseline
+            or any(e.get("tasks") for k, e in list(dist._CACHE.items()) if k[1] in orphans)):
+        time.sleep(0.1)
+    job = job_of(30)
+    same(run_job(job, CPU, width=16, client=cluster), run_job(job, CPU, width=16))
+    assert not tokens() & orphans
+
+
+def test_a_live_runs_entries_outlast_another_run(cluster):
+    """A run's entries stay while its client holds the job, even where Dask's
+    active memory manager has dropped the job's replica from a worker (asked
+    of the scheduler, not of the worker's store)."""
+    import time
+
+    from pairalign.scheduler import distributed as dist
+    from pairalign.scheduler.distributed import iter_distributed
+
+    before = set(dist._CACHE)  # (worker, run) keys: processes=False, the workers are here
+    job = job_of(60)
+    stream = iter_distributed(job, cluster, backend=CPU, width=16, max_inflight=2,
+                              ordered=True)
+    got = [next(stream)]
+    live = set(dist._CACHE) - before
+    assert len({k[1] for k in live}) == 1
+    time.sleep(2.5)  # past an interval of the memory manager (2 s)
+    other = job_of(60, 60)
+    same(run_job(other, CPU, width=16, client=cluster), run_job(other, CPU, width=16))
+    assert live <= set(dist._CACHE)
+    got.extend(stream)
+    same(PairBatch.concat(got), PairBatch.concat(list(iter_windows(job, CPU, width=16,
+                                                                   ordered=True))))
+
+
 def test_a_run_whose_cluster_loses_it_says_so(cluster, monkeypatch):
     """Futures cancelled under the run (its worker or scheduler gone) are
     the cluster's failure, not a bug: one DeviceError, not Dask's traceback."""

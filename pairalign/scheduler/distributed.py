@@ -146,33 +146,91 @@ def _make_backend(kind: str, name):
     return CPUBackend()
 
 
-def _worker_entry(job: Job, token: str, kind: str, max_memory: int, planned: int = 0) -> dict:
+def _held_by_scheduler(keys: list[str]) -> set[str] | None:
+    """Those of ``keys`` that the scheduler still holds in memory (``None``
+    where this is no Dask worker or the scheduler did not answer)."""
+    try:
+        from distributed import get_worker
+        from distributed.utils import sync
+
+        w = get_worker()
+        held = sync(w.loop, w.scheduler.who_has, keys=keys, callback_timeout=PROBE_TIMEOUT_S)
+    except Exception:
+        return None
+    return {k for k, where in held.items() if where}
+
+
+def _drop_orphans(addr: str) -> int:
+    """Drop this worker's entries of runs that ended without :func:`forget`
+    (a client killed outright calls nothing): the scheduler no longer holds
+    the run's job (it released it with the client), and no task of the run is
+    on this worker. Asked of the scheduler, not of the worker's store: Dask's
+    active memory manager drops a broadcast job's replicas while a run lives."""
+    with _CACHE_LOCK:
+        idle = {e["job_key"]: k for k, e in _CACHE.items()
+                if k[0] == addr and e["job_key"] and not e["tasks"]}
+    if not idle:
+        return 0
+    held = _held_by_scheduler(list(idle))
+    if held is None:
+        return 0
+    dropped = []
+    with _CACHE_LOCK:
+        for job_key, k in idle.items():
+            e = _CACHE.get(k)
+            if job_key not in held and e is not None and not e["tasks"]:
+                dropped.append(_CACHE.pop(k))
+    for e in dropped:
+        recover(e.get("backend"))
+    return len(dropped)
+
+
+def _worker_entry(job: Job, token: str, kind: str, max_memory: int, planned: int = 0,
+                  job_key: str | None = None) -> dict:
+    """This worker's entry of the run ``token`` (made at its first task, the
+    backend then sized to the device's free memory), with one more of the
+    run's tasks counted in it: the caller ends it by :func:`_task_done`."""
     addr, name = _worker_id()
     key = (addr, token)
+    with _CACHE_LOCK:
+        known = key in _CACHE
+    if not known:  # before the new backend sizes itself to what is free
+        _drop_orphans(addr)
     with _CACHE_LOCK:
         entry = _CACHE.get(key)
         if entry is None:
             entry = {"lock": threading.Lock(), "backend": None, "state": None,
                      "cpu": None, "cpu_state": None, "label": None,
+                     "job_key": job_key, "tasks": 0,
                      "released": None,  # when its last task left the device
                      "spent": {"fit_window": 0.0, "fit_window_cpu": 0.0, "in_input": 0.0,
                                "keep": 0.0, "between_tasks": 0.0, "lock_wait": 0.0}}  # s
             _CACHE[key] = entry
-    with entry["lock"]:
-        if entry["backend"] is None:
-            b = _make_backend(kind, name)
-            bind_thread(b)
-            b.fit_memory(job, max_memory)
-            entry["state"] = b.prepare(job)
-            loader = getattr(b, "planner_loader", None)
-            if loader is not None:  # numba's planner for a long run, as the engine's
-                from ..engine import _NUMBA
+        entry["tasks"] += 1
+    try:
+        with entry["lock"]:
+            if entry["backend"] is None:
+                b = _make_backend(kind, name)
+                bind_thread(b)
+                b.fit_memory(job, max_memory)
+                entry["state"] = b.prepare(job)
+                loader = getattr(b, "planner_loader", None)
+                if loader is not None:  # numba's planner for a long run, as the engine's
+                    from ..engine import _NUMBA
 
-                _NUMBA.start_soon(loader(planned))
-            entry["backend"] = b
-            dev = getattr(b, "devices", None)
-            entry["label"] = f"{addr}/{b.name}{dev[0] if dev else ''}"
+                    _NUMBA.start_soon(loader(planned))
+                entry["backend"] = b
+                dev = getattr(b, "devices", None)
+                entry["label"] = f"{addr}/{b.name}{dev[0] if dev else ''}"
+    except BaseException:
+        _task_done(entry)
+        raise
     return entry
+
+
+def _task_done(entry: dict) -> None:
+    with _CACHE_LOCK:
+        entry["tasks"] -= 1
 
 
 def _cpu_of(entry: dict, job: Job, max_memory: int):
@@ -266,12 +324,15 @@ def _run_together(job: Job, entry: dict, windows: list, fitted: list,
 
 def run_window_task(job: Job, token: str, windows: list, kind: str = "auto",
                     max_memory: int = 4 << 30, keep=None,
-                    planned: int = 0) -> tuple[list[list[PairBatch]], float, str, dict | None]:
+                    planned: int = 0, job_key: str | None = None
+                    ) -> tuple[list[list[PairBatch]], float, str, dict | None]:
     """Windows on this Dask worker: each one's batches (input indices, a part of
     the window each, not copied into one; only the pairs that ``keep``
     keeps, where given), seconds, worker label, and the worker backend's
     timings so far (``None`` if it keeps none). ``planned``: the run's
-    windows in all (a long run's plans move to numba, as in the engine).
+    windows in all (a long run's plans move to numba, as in the engine);
+    ``job_key``: the Dask key of the run's scattered job, by which a later
+    run finds this one's entry orphaned (:func:`_drop_orphans`).
 
     The windows run in flight together (the device's tail of one overlaps the
     next). They are fitted to the device first, before the worker's lock:
@@ -281,7 +342,15 @@ def run_window_task(job: Job, token: str, windows: list, kind: str = "auto",
     worker has several threads, one's windows are fitted while another's
     run."""
     arrived = time.perf_counter()
-    entry = _worker_entry(job, token, kind, max_memory, planned)
+    entry = _worker_entry(job, token, kind, max_memory, planned, job_key)
+    try:
+        return _task(job, entry, windows, max_memory, keep, arrived)
+    finally:
+        _task_done(entry)
+
+
+def _task(job: Job, entry: dict, windows: list, max_memory: int, keep,
+          arrived: float) -> tuple[list[list[PairBatch]], float, str, dict | None]:
     spent = entry["spent"]
     if entry["released"] is not None:  # since the last task left the device
         spent["between_tasks"] += max(0.0, arrived - entry["released"])
@@ -584,7 +653,8 @@ def iter_distributed(job: Job, client, *, backend=None, max_memory: int = 4 << 3
     def submit(i: int):
         windows = [items[k][2] for k in tasks[i]]
         return client.submit(run_window_task, job_future, token, windows, kind, max_memory,
-                             keep, len(items), key=f"pairalign-window-{token}-{i}",
+                             keep, len(items), job_future.key,
+                             key=f"pairalign-window-{token}-{i}",
                              priority=len(tasks) - i, pure=False, retries=1)
 
     done = cells_done = 0
