@@ -7,7 +7,8 @@ worker threads) and submitted as tasks, largest first, with Dask priorities in
 the same order. The job (sequences and scoring) travels once to every worker
 (``scatter(broadcast=True)``). Each task runs up to :data:`WINDOWS_PER_TASK`
 consecutive windows, in flight together, with a backend made on the worker
-and kept there for the job's tasks:
+and kept there for the job's tasks (dropped at the run's end, or, where its
+client died before, by the next run's first task on that worker):
 
 - a GPU if CuPy sees one there: ``PAIRALIGN_DEVICE`` chooses the ordinal;
   otherwise a worker named by an integer ``k`` (as ``LocalCluster`` names them)
