@@ -11,6 +11,7 @@ import numpy as np
 from .engine import DEFAULT_MAX_MEMORY, Progress, iter_windows, parse_memory, run_job
 from .errors import OptionError
 from .job import Job
+from .matrices import MatrixLike
 from .kernels.conventions import MODES
 from .pairs import PairBatch
 from .results import AlignmentResult, PairAlignment, ResidueCodes
@@ -60,7 +61,7 @@ def _check_mode(mode: str) -> None:
         raise OptionError(f"unknown mode {mode!r}: expected one of {', '.join(MODES)}")
 
 
-def make_scoring(alphabet: str, matrix: str | None = None, gap_open: int | None = None,
+def make_scoring(alphabet: str, matrix: MatrixLike | None = None, gap_open: int | None = None,
                  gap_extend: int | None = None, match: int | None = None,
                  mismatch: int | None = None) -> Scoring:
     """The scoring scheme for an alphabet, defaults filled in (see :class:`Scoring`)."""
@@ -77,7 +78,7 @@ def _job(rows: SequenceRecords, cols: SequenceRecords | None, mode: str, scoring
     return be, job
 
 
-def plan_all(sequences: SequencesLike, *, mode: Mode = "local", matrix: str | None = None,
+def plan_all(sequences: SequencesLike, *, mode: Mode = "local", matrix: MatrixLike | None = None,
              gap_open: int | None = None, gap_extend: int | None = None,
              match: int | None = None, mismatch: int | None = None,
              alphabet: str | None = None, traceback: bool = True, backend: str = "auto",
@@ -123,7 +124,7 @@ def align_all(
     sequences: SequencesLike,
     *,
     mode: Mode = "local",
-    matrix: str | None = None,
+    matrix: MatrixLike | None = None,
     gap_open: int | None = None,
     gap_extend: int | None = None,
     match: int | None = None,
@@ -147,8 +148,11 @@ def align_all(
         A FASTA/FASTQ file (plain or gzip, ``"-"`` for stdin), or sequences.
     mode : {"global", "semiglobal", "local"}
         Needleman-Wunsch, overlap (end gaps free) or Smith-Waterman.
-    matrix : str, optional
-        Substitution matrix by name (BLOSUM62 for protein by default).
+    matrix : str, path or skbio.SubstitutionMatrix, optional
+        Substitution matrix: a name (``"BLOSUM62"``, the protein default;
+        see :data:`pairalign.matrices.MATRIX_NAMES`), a file in the NCBI
+        format, or a scikit-bio ``SubstitutionMatrix``; symmetric, of whole
+        numbers.
     gap_open, gap_extend : int, optional
         A gap of length k costs ``gap_open + (k - 1) * gap_extend``
         (defaults: 11/1 protein, 5/2 DNA). BLAST's ``(o, e)`` is ``(o + e, e)``.
@@ -214,7 +218,7 @@ def iter_all(
     sequences: SequencesLike,
     *,
     mode: Mode = "local",
-    matrix: str | None = None,
+    matrix: MatrixLike | None = None,
     gap_open: int | None = None,
     gap_extend: int | None = None,
     match: int | None = None,
@@ -267,7 +271,7 @@ def iter_many(
     targets: SequencesLike,
     *,
     mode: Mode = "local",
-    matrix: str | None = None,
+    matrix: MatrixLike | None = None,
     gap_open: int | None = None,
     gap_extend: int | None = None,
     match: int | None = None,
@@ -330,7 +334,7 @@ def align_many(
     targets: SequencesLike,
     *,
     mode: Mode = "local",
-    matrix: str | None = None,
+    matrix: MatrixLike | None = None,
     gap_open: int | None = None,
     gap_extend: int | None = None,
     match: int | None = None,
@@ -369,7 +373,7 @@ def align_pair(
     target: str,
     *,
     mode: Mode = "local",
-    matrix: str | None = None,
+    matrix: MatrixLike | None = None,
     gap_open: int | None = None,
     gap_extend: int | None = None,
     match: int | None = None,

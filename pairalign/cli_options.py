@@ -38,7 +38,8 @@ from .backends import start_cuda
 from .engine import _NUMBA, parse_memory
 from .errors import DeviceError, PairAlignError, PairAlignWarning
 from .kernels.conventions import MODES
-from .scoring import DNA_DEFAULTS, MATRIX_NAMES, PROTEIN_DEFAULTS
+from .matrices import MATRIX_NAMES, load_matrix
+from .scoring import DNA_DEFAULTS, PROTEIN_DEFAULTS
 
 #: Exit statuses.
 EXIT_USAGE = 2
@@ -302,13 +303,14 @@ def _compose(decorators):
 
 
 def _matrix_name(ctx, param, value):
+    """A name of MATRIX_NAMES, or a matrix file read now (its errors before
+    any sequence is read)."""
     if value is None:
         return None
-    names = {n.upper(): n for n in MATRIX_NAMES}
-    if value.upper() not in names:
-        raise click.BadParameter(f"unknown matrix {value!r}: expected one of "
-                                 f"{', '.join(MATRIX_NAMES)}")
-    return names[value.upper()]
+    try:
+        return load_matrix(value)[2]
+    except PairAlignError as err:
+        raise click.BadParameter(str(err)) from None
 
 
 def _memory(ctx, param, value):
@@ -362,8 +364,10 @@ def scoring_options(f: Callable | None = None, *, default_mode: str | None = "lo
                      help="global (Needleman-Wunsch), semiglobal (end gaps free on both "
                           "sequences: overlaps) or local (Smith-Waterman).")]
     decorate = _compose(mode + [
-        click.option("--matrix", metavar="NAME", default=None, callback=_matrix_name,
-                     help=f"Substitution matrix: {', '.join(MATRIX_NAMES)} (any case). "
+        click.option("--matrix", metavar="NAME|FILE", default=None, callback=_matrix_name,
+                     help=f"Substitution matrix: {', '.join(MATRIX_NAMES)} (any case), or a "
+                          "file in the NCBI format (BLAST's, EMBOSS's), symmetric, of whole "
+                          "numbers. "
                           f"[default: protein {p['matrix']}; DNA --match/--mismatch]"),
         click.option("--match", type=int, default=None,
                      help=f"DNA match score (DNA only). [default: {d['match']}]"),

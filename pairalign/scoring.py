@@ -8,21 +8,17 @@ their ``(o, e)`` is our ``(o + e, e)``.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import tempfile
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
 
 import numpy as np
 
 from .alphabet import DNA_LETTERS, PROTEIN_LETTERS, Alphabet, mask_bytes
 from .errors import OptionError
+from .matrices import MATRIX_NAMES, SCORE_LIMIT, MatrixLike, load_matrix
 
-#: Matrices available by name (through scikit-bio).
-MATRIX_NAMES = ("BLOSUM45", "BLOSUM50", "BLOSUM62", "BLOSUM80", "BLOSUM90",
-                "PAM30", "PAM70", "PAM250", "NUC.4.4")
+__all__ = ["Scoring", "MATRIX_NAMES", "PROTEIN_DEFAULTS", "DNA_DEFAULTS", "INT16_LIMIT",
+           "INT32_LIMIT"]
 
 PROTEIN_DEFAULTS = {"matrix": "BLOSUM62", "gap_open": 11, "gap_extend": 1}
 DNA_DEFAULTS = {"match": 2, "mismatch": -3, "gap_open": 5, "gap_extend": 2}
@@ -85,7 +81,7 @@ class Scoring:
     def create(
         cls,
         alphabet: Alphabet,
-        matrix: str | None = None,
+        matrix: MatrixLike | None = None,
         gap_open: int | None = None,
         gap_extend: int | None = None,
         match: int | None = None,
@@ -93,36 +89,44 @@ class Scoring:
     ) -> "Scoring":
         """Build the scoring of an alphabet, filling in the defaults.
 
-        Protein: ``matrix`` by name (default BLOSUM62), open 11, extend 1.
-        DNA: ``match``/``mismatch`` (default 2/-3) or a named matrix such as
-        NUC.4.4, open 5, extend 2.
+        Protein: ``matrix`` (default BLOSUM62), open 11, extend 1. DNA:
+        ``match``/``mismatch`` (default 2/-3) or a matrix such as NUC.4.4,
+        open 5, extend 2. A matrix is a name of :data:`MATRIX_NAMES`, a file
+        in the NCBI format or a scikit-bio ``SubstitutionMatrix``
+        (:func:`pairalign.matrices.load_matrix`): symmetric, of whole
+        numbers, of the alphabet's letters only; a protein matrix scores the
+        20 amino acids and X (or each of B, Z, J, U, O and ``*`` it reads),
+        a DNA matrix A, C, G, T and N (or each IUPAC code).
         """
         if alphabet not in ("protein", "dna"):
             raise OptionError(f"unknown alphabet {alphabet!r}: expected protein or dna")
         if alphabet == "protein":
             if match is not None or mismatch is not None:
-                raise OptionError("--match/--mismatch apply to DNA; use --matrix for protein")
-            name = matrix or PROTEIN_DEFAULTS["matrix"]
-            scores, letters = _named_matrix(name)
+                raise OptionError("--match/--mismatch apply to DNA, and these sequences read "
+                                  "as protein (--alphabet dna if they are DNA); use --matrix "
+                                  "for protein")
+            scores, letters, name = load_matrix(
+                PROTEIN_DEFAULTS["matrix"] if matrix is None else matrix)
             if set("ARNDCQEGHILKMFPSTWYV") - set(letters):
                 raise OptionError(f"matrix {name} does not score the 20 amino acids")
+            _only_letters_of(letters, PROTEIN_LETTERS, name, "protein")
             gap_open = PROTEIN_DEFAULTS["gap_open"] if gap_open is None else gap_open
             gap_extend = PROTEIN_DEFAULTS["gap_extend"] if gap_extend is None else gap_extend
-            lookup = _lookup(letters, PROTEIN_LETTERS, _FALLBACK)
+            lookup = _lookup(letters, PROTEIN_LETTERS, _FALLBACK, name)
         else:
             if matrix is not None and (match is not None or mismatch is not None):
                 raise OptionError("give either --matrix or --match/--mismatch, not both")
             if matrix is not None:
-                name = matrix
-                scores, letters = _named_matrix(name)
+                scores, letters, name = load_matrix(matrix)
                 if set("ACGT") - set(letters):
                     raise OptionError(f"matrix {name} does not score DNA (A, C, G, T)")
+                _only_letters_of(letters, DNA_LETTERS, name, "DNA")
             else:
                 name = "match/mismatch"
                 match = _integer("match", DNA_DEFAULTS["match"] if match is None else match)
                 mismatch = _integer("mismatch",
                                     DNA_DEFAULTS["mismatch"] if mismatch is None else mismatch)
-                if max(abs(match), abs(mismatch)) >= INT32_LIMIT // 4:
+                if max(abs(match), abs(mismatch)) >= SCORE_LIMIT:
                     raise OptionError(f"match/mismatch scores too large ({match}, {mismatch})")
                 letters = DNA_LETTERS.replace("U", "")
                 scores = np.full((len(letters), len(letters)), mismatch, dtype=np.int32)
@@ -130,7 +134,8 @@ class Scoring:
                     scores[k, k] = match
             gap_open = DNA_DEFAULTS["gap_open"] if gap_open is None else gap_open
             gap_extend = DNA_DEFAULTS["gap_extend"] if gap_extend is None else gap_extend
-            lookup = _lookup(letters, DNA_LETTERS, {**{c: "N" for c in DNA_LETTERS}, **_DNA_FALLBACK})
+            lookup = _lookup(letters, DNA_LETTERS,
+                             {**{c: "N" for c in DNA_LETTERS}, **_DNA_FALLBACK}, name)
         gap_open, gap_extend = _integer("gap open", gap_open), _integer("gap extend", gap_extend)
         if gap_open < 0 or gap_extend < 0:
             raise OptionError(f"gap costs must be >= 0 (got open {gap_open}, extend {gap_extend})")
@@ -138,7 +143,7 @@ class Scoring:
             raise OptionError(
                 f"gap open ({gap_open}) must be at least gap extend ({gap_extend}): a gap "
                 f"of length k costs open + (k - 1) * extend, and opening is the first position")
-        if gap_open >= INT32_LIMIT // 4 or gap_extend >= INT32_LIMIT // 4:
+        if gap_open >= SCORE_LIMIT or gap_extend >= SCORE_LIMIT:
             raise OptionError("gap costs too large")
         return cls(np.ascontiguousarray(scores, dtype=np.int32), letters, gap_open,
                    gap_extend, alphabet, name, lookup)
@@ -281,39 +286,6 @@ class Scoring:
         return int(self.matrix[self.encode(x)[0], self.encode(y)[0]])
 
 
-def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "pairalign" / "matrices"
-
-
-def _named_matrix(name: str) -> tuple[np.ndarray, str]:
-    """A matrix by name from scikit-bio, kept in a user cache after the first read:
-    importing scikit-bio takes longer than a small all-vs-all run."""
-    key = name.upper()
-    if key not in MATRIX_NAMES:
-        raise OptionError(f"unknown matrix {name!r}: expected one of {', '.join(MATRIX_NAMES)}")
-    cached = _cache_dir() / f"{key}.npz"
-    try:
-        with np.load(cached) as data:
-            return data["scores"].astype(np.int32), str(data["letters"])
-    except (OSError, KeyError, ValueError):
-        pass
-    from skbio.sequence import SubstitutionMatrix
-
-    sm = SubstitutionMatrix.by_name(key)
-    scores = np.asarray(sm.scores)
-    if not np.all(scores == np.round(scores)):
-        raise OptionError(f"matrix {name} has non-integer scores")
-    scores, letters = scores.astype(np.int32), "".join(sm.alphabet)
-    with contextlib.suppress(OSError):  # a read-only home only costs the next start
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=cached.parent, suffix=".npz")
-        with os.fdopen(fd, "wb") as handle:
-            np.savez(handle, scores=scores, letters=np.array(letters))
-        os.replace(tmp, cached)
-    return scores, letters
-
-
 def _integer(name: str, value) -> int:
     """``value`` as an int where it is a whole number (``2`` or ``2.0``): scores
     are integers, and a fraction is refused, not truncated."""
@@ -327,7 +299,17 @@ def _integer(name: str, value) -> int:
     return whole
 
 
-def _lookup(letters: str, accepted: str, fallback: dict[str, str]) -> np.ndarray:
+def _only_letters_of(letters: str, accepted: str, name: str, kind: str) -> None:
+    """Refuse a matrix that scores letters no sequence of ``kind`` holds (a
+    protein matrix given for DNA would score N as asparagine)."""
+    other = [c for c in letters if c not in accepted]
+    if other:
+        raise OptionError(f"matrix {name} scores {', '.join(map(repr, other))}, which no "
+                          f"{kind} sequence holds: is it a matrix for "
+                          f"{'DNA' if kind == 'protein' else 'protein'}?")
+
+
+def _lookup(letters: str, accepted: str, fallback: dict[str, str], name: str) -> np.ndarray:
     """Map every accepted letter (either case) to its matrix code."""
     table = np.zeros(256, dtype=np.uint8)
     index = {c: k for k, c in enumerate(letters)}
@@ -337,6 +319,7 @@ def _lookup(letters: str, accepted: str, fallback: dict[str, str]) -> np.ndarray
         elif fallback.get(c) in index:
             code = index[fallback[c]]
         else:
-            raise OptionError(f"matrix has no score for {c!r} and no stand-in for it")
+            stand_in = f" nor for {fallback[c]!r}, its stand-in" if c in fallback else ""
+            raise OptionError(f"matrix {name} has no score for {c!r}{stand_in}")
         table[ord(c)] = table[ord(c.lower())] = code
     return table

@@ -538,3 +538,26 @@ def gapped_score(ga: str, gb: str, scoring) -> int:
 def check_result():
     """``check_result(res)``: :func:`check_pairs` on a traceback result."""
     return check_pairs
+
+
+# ---------------------------------------------------------------------------------
+# matrix files
+# ---------------------------------------------------------------------------------
+
+
+def random_matrix(rng, letters="ARNDCQEGHILKMFPSTWYVBZX*", low=-9, high=12, diagonal=(4, 15)):
+    """A symmetric integer matrix, its diagonal mostly the largest of its row."""
+    k = len(letters)
+    m = rng.integers(low, high, (k, k))
+    m = np.triu(m) + np.triu(m, 1).T
+    m[np.diag_indices(k)] = rng.integers(*diagonal, k)
+    return m
+
+
+def write_ncbi(path, letters, scores, comment="# a matrix of the tests"):
+    """The NCBI layout, with comments, blank lines and ragged spacing."""
+    lines = [comment, "", "    " + "  ".join(letters)]
+    for c, row in zip(letters, scores):
+        lines.append(c + " " + " ".join(f"{int(x):>{3 + (i % 2)}}" for i, x in enumerate(row)))
+    path.write_text("\n".join(lines) + "\n")
+    return path

@@ -14,7 +14,8 @@ from pairalign.kernels import gpu_backend
 from pairalign.scoring import INT16_LIMIT, Scoring
 
 from conftest import (AMINO, assert_letter_identities, assert_same_pairs, int16_edge,
-                      int16_edge_sequences, int16_far_pairs, stable_seed, stand_in_sequences)
+                      int16_edge_sequences, int16_far_pairs, random_matrix, stable_seed,
+                      stand_in_sequences, write_ncbi)
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not gpu_available(), reason="CuPy sees no CUDA device")]
@@ -978,6 +979,25 @@ def test_dna_scoring_at_its_edges(mode, match, mismatch, go, ge, traceback):
             seqs.append("".join(rng.choice(list("ACGTN"), n, p=[0.24] * 4 + [0.04])))
     cpu, gpu = both(seqs, mode=mode, alphabet="dna", match=match, mismatch=mismatch,
                     gap_open=go, gap_extend=ge, window=16, traceback=traceback)
+    assert_same(cpu, gpu)
+
+
+@pytest.mark.parametrize("letters,scale", [("ARNDCQEGHILKMFPSTWYVBZX*", 1),
+                                            ("ARNDCQEGHILKMFPSTWYVBZX*UOJ", 1),
+                                            ("ARNDCQEGHILKMFPSTWYVX", 40)])
+@pytest.mark.parametrize("mode", ["global", "semiglobal", "local"])
+@pytest.mark.parametrize("traceback", [True, False])
+def test_matrix_files_as_the_cpu(tmp_path, letters, scale, mode, traceback):
+    """Matrices of a user's file: of BLOSUM62's 24 letters (the warp
+    kernels' profile), of 27 with scores of their own for U, O and J (past
+    it), and with scores past a byte (some pairs past 16 bits): the CPU's
+    pairs, with a window of 16 (ragged blocks) and lengths from 1."""
+    rng = np.random.default_rng(stable_seed(letters, scale, mode))
+    path = write_ncbi(tmp_path / "m.txt", letters, random_matrix(rng, letters) * scale)
+    lengths = np.concatenate([[1, 2, 17, 1500], rng.integers(1, 400, 36)])
+    seqs = ["".join(rng.choice(list(letters.replace("*", "")), n)) for n in lengths]
+    cpu, gpu = both(seqs, mode=mode, matrix=path, gap_open=9 * scale, gap_extend=2 * scale,
+                    window=16, traceback=traceback)
     assert_same(cpu, gpu)
 
 
