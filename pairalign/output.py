@@ -115,9 +115,9 @@ def atomic_output(path: str | os.PathLike) -> Iterator[BinaryIO]:
     Raises
     ------
     OptionError
-        If ``path`` is a folder or the temporary file cannot be created (no
-        such folder, no permission): entered before a long computation, this
-        fails early.
+        If ``path`` is a folder (or ends in ``/``) or the temporary file
+        cannot be created (no such folder, no permission): entered before a
+        long computation, this fails early.
 
     Examples
     --------
@@ -140,6 +140,8 @@ def atomic_output(path: str | os.PathLike) -> Iterator[BinaryIO]:
     path = os.fspath(path)
     if os.path.isdir(path):
         raise OptionError(f"cannot write {path}: it is a folder")
+    if path.endswith(os.sep) or (os.altsep and path.endswith(os.altsep)):
+        raise OptionError(f"cannot write {path}: a path ending in {path[-1]} names a folder")
     if os.path.exists(path) and not os.path.isfile(path):  # a device, a FIFO: as it is
         with open(path, "wb") as handle:
             yield handle
@@ -182,15 +184,28 @@ def writing_to(handle_or_path) -> Iterator[BinaryIO]:
         yield handle_or_path
 
 
+def write_all(handle: BinaryIO, data) -> None:
+    """Every byte of ``data`` to ``handle``. A buffered writer to a pipe whose
+    reader has gone returns a short count from the write that was blocked,
+    and raises nothing: the rest is written again, which raises the
+    BrokenPipeError (else the run would end with status 0, its output cut)."""
+    view = memoryview(data).cast("B")
+    while view.nbytes:
+        n = handle.write(view)
+        if not n:
+            raise BrokenPipeError(32, f"no byte of {view.nbytes:,} written")
+        view = view[n:]
+
+
 def write_lines(handle: BinaryIO, lines: Iterable[str], chunk: int = 10_000) -> None:
     """Text lines to a binary handle, ``chunk`` lines a write."""
     batch: list[str] = []
     for line in lines:
         batch.append(line)
         if len(batch) >= chunk:
-            handle.write("".join(batch).encode())
+            write_all(handle, "".join(batch).encode())
             batch.clear()
-    handle.write("".join(batch).encode())
+    write_all(handle, "".join(batch).encode())
 
 
 @contextlib.contextmanager
@@ -340,7 +355,7 @@ def write_tsv(handle: BinaryIO, result: AlignmentResult, batch: PairBatch | None
     full = bool(result.traceback)
     cigars = full and result.cigar
     if header:
-        handle.write(tsv_header(full, cigars))
+        write_all(handle, tsv_header(full, cigars))
     qbuf, qoff = _id_buffer(result.ids)
     tbuf, toff = (qbuf, qoff) if result.all_vs_all else _id_buffer(result.target_ids)
     qlen, tlen = np.diff(qoff), np.diff(toff)
@@ -381,7 +396,7 @@ def write_tsv(handle: BinaryIO, result: AlignmentResult, batch: PairBatch | None
     threads = min(_FORMAT_THREADS, len(starts))
     if threads <= 1:
         for s in starts:
-            handle.write(memoryview(chunk(s)))
+            write_all(handle, chunk(s))
         return
     pool = ThreadPoolExecutor(threads)
     try:
@@ -389,9 +404,9 @@ def write_tsv(handle: BinaryIO, result: AlignmentResult, batch: PairBatch | None
         for s in starts:
             ahead.append(pool.submit(chunk, s))
             if len(ahead) >= 2 * threads:
-                handle.write(memoryview(ahead.popleft().result()))
+                write_all(handle, ahead.popleft().result())
         while ahead:
-            handle.write(memoryview(ahead.popleft().result()))
+            write_all(handle, ahead.popleft().result())
     finally:  # on an error or Ctrl-C, chunks not started are dropped
         pool.shutdown(wait=True, cancel_futures=True)
 

@@ -250,6 +250,8 @@ def test_unwritable_output_fails_before_aligning(fasta, tmp_path, monkeypatch):
 ])
 @pytest.mark.parametrize("where, message", [("no/such/out.txt", "cannot write"),
                                             (".", "it is a folder"),
+                                            ("new/", "ending in / names a folder"),
+                                            ("in.faa/", "ending in / names a folder"),
                                             ("{input}", "is an input file")])
 def test_every_command_checks_its_output_before_aligning(fasta, tmp_path, monkeypatch,
                                                          command, module, body, where,
@@ -264,7 +266,7 @@ def test_every_command_checks_its_output_before_aligning(fasta, tmp_path, monkey
     monkeypatch.setattr(importlib.import_module(module), body, never)
     source = tmp_path / "in.faa"
     source.write_bytes(fasta.read_bytes())
-    target = str(tmp_path / where.format(input="in.faa"))
+    target = os.path.join(str(tmp_path), where.format(input="in.faa"))  # a / kept
     args = [command[0], source] + [a.format(input=source) for a in command[1:]]
     res = run(*args, "-o", target)
     assert res.exit_code == 2 and res.stderr.count("\n") == 1, res.stderr
@@ -516,6 +518,23 @@ def test_console_script(fasta, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "pairalign", "all-vs-all", str(tmp_path / "nope")],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "nope" in proc.stderr
+
+
+def test_a_reader_gone_during_a_long_write(records, tmp_path):
+    """`pairalign ... | head -5` on an output larger than the pipe holds: the
+    write that the reader's exit cuts short ends the run with status 141,
+    not 0 (a short write raises nothing by itself)."""
+    recs = records("adeno_fiber.faa")
+    source = tmp_path / "in.faa"
+    source.write_text("".join(f">{i}\n{s}\n" for i, s in zip(recs.ids, recs.sequences)))
+    proc = subprocess.Popen([console_script(), "all-vs-all", str(source), "--threads", "2",
+                             "--backend", "cpu", "-q"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    for _ in range(5):
+        assert proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=300) == 141 and err == b""
 
 
 def test_broken_pipe_is_quiet(fasta):

@@ -40,7 +40,7 @@ from typing import Literal
 import numpy as np
 
 from ..errors import OptionError
-from ..output import writing_to
+from ..output import write_all, writing_to
 
 #: Cap of the Kimura protein distance (where the log argument is <= 0 or the
 #: distance would exceed it).
@@ -268,7 +268,7 @@ def write_newick(handle_or_path, tree) -> None:
     """The tree in Newick, to a binary handle or a path (written atomically;
     ``"-"`` for standard output)."""
     with writing_to(handle_or_path) as handle:
-        handle.write(newick_string(tree).encode())
+        write_all(handle, newick_string(tree).encode())
 
 
 def write_distances(handle_or_path, dm, fmt: str = "phylip") -> None:
@@ -283,4 +283,4 @@ def write_distances(handle_or_path, dm, fmt: str = "phylip") -> None:
     else:
         raise OptionError(f"unknown distance format {fmt!r}: expected phylip or lsmat")
     with writing_to(handle_or_path) as handle:
-        handle.write(buf.getvalue().encode())
+        write_all(handle, buf.getvalue().encode())
