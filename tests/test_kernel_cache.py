@@ -47,3 +47,40 @@ def test_a_cache_folder_that_cannot_be_made_is_left_alone(tmp_path):
     (tmp_path / "__pycache__").write_bytes(b"")  # a file where the folder would go
     assert not drop_stale(tmp_path)
     assert (tmp_path / "__pycache__").is_file()
+
+
+def test_numba_caches_in_a_temporary_folder_where_nothing_else_is_writable(tmp_path,
+                                                                           monkeypatch):
+    """A read-only install and home (NUMBA_CACHE_DIR unset): numba's
+    ``cache=True`` would raise at each kernel's definition; its cache goes to
+    a folder of the temporary one, per user and conventions, and a kernel
+    defined then caches there. Where the install or the home can be written,
+    nothing changes."""
+    from numba import njit
+    from numba.core import config
+
+    from pairalign.kernels import _numba_cache
+
+    (tmp_path / "conventions.py").write_text("OP_INS = 1\n")
+    monkeypatch.setattr(config, "CACHE_DIR", "")
+    monkeypatch.setattr(_numba_cache.tempfile, "tempdir", str(tmp_path / "tmp"))
+    writable, really = {"home": True}, _numba_cache._can_write
+
+    def can_write(folder):  # the install never, the home where told
+        if str(folder).startswith(str(tmp_path / "tmp")):
+            return really(folder)
+        return writable["home"] and "__pycache__" not in str(folder)
+
+    monkeypatch.setattr(_numba_cache, "_can_write", can_write)
+    assert _numba_cache.ensure_cache_folder(tmp_path) is None and config.CACHE_DIR == ""
+    writable["home"] = False
+    folder = _numba_cache.ensure_cache_folder(tmp_path)
+    assert folder == config.CACHE_DIR and folder.startswith(str(tmp_path / "tmp"))
+    assert _numba_cache.ensure_cache_folder(tmp_path) is None  # numba has one now
+
+    @njit(cache=True)
+    def twice(x):
+        return 2 * x
+
+    assert twice(21) == 42
+    assert any(p.suffix == ".nbi" for p in (tmp_path / "tmp").rglob("*"))

@@ -12,10 +12,44 @@ differ from those they were compiled with (a stamp file beside them).
 from __future__ import annotations
 
 import hashlib
+import os
+import tempfile
 from pathlib import Path
 
 _HERE = Path(__file__).resolve().parent
 _checked = False
+
+
+def _can_write(folder: str | Path) -> bool:
+    """Whether a file can be made in ``folder`` (made if missing), as numba
+    tries its cache folders."""
+    try:
+        os.makedirs(folder, exist_ok=True)
+        tempfile.TemporaryFile(dir=folder).close()
+        return True
+    except OSError:
+        return False
+
+
+def ensure_cache_folder(folder: Path = _HERE) -> str | None:
+    """Where neither ``folder``'s ``__pycache__`` nor numba's user-wide cache
+    folder can be written and ``NUMBA_CACHE_DIR`` is unset (a read-only
+    install and home, as containers run), numba's ``cache=True`` raises when
+    a kernel is defined: point numba's cache at a folder of the system's
+    temporary one instead (per user and conventions, see :func:`drop_stale`).
+    Returns that folder, or None where numba had one."""
+    from numba.core import config
+
+    if config.CACHE_DIR or _can_write(folder / "__pycache__"):
+        return None
+    from numba.misc.appdirs import AppDirs
+
+    if _can_write(AppDirs(appname="numba", appauthor=False).user_cache_dir):
+        return None
+    digest = hashlib.sha256((folder / "conventions.py").read_bytes()).hexdigest()[:16]
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    config.CACHE_DIR = os.path.join(tempfile.gettempdir(), f"pairalign-numba-{uid}-{digest}")
+    return config.CACHE_DIR
 
 
 def drop_stale(folder: Path = _HERE) -> bool:
@@ -34,6 +68,7 @@ def drop_stale(folder: Path = _HERE) -> bool:
         if _checked:
             return False
         _checked = True
+        ensure_cache_folder()
     cache = folder / "__pycache__"
     try:
         digest = hashlib.sha256((folder / "conventions.py").read_bytes()).hexdigest()[:16]

@@ -17,7 +17,9 @@ from .gpu_layout import (BND, COL, COUNT, COUPLE, KIND, NARROW, OPS, POS, QUERY_
                          STRIPE, TB, WIDE, JobLengths, LayoutPlan, band_words,
                          row_runs)
 from ..scheduler.windows import Window
+from ._numba_cache import drop_stale
 
+drop_stale()  # and a cache folder numba can write (ensure_cache_folder)
 
 _band_words = njit(cache=True, nogil=True)(band_words)
 
