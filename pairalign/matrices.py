@@ -22,11 +22,11 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from pathlib import Path
 from typing import Any, Union
 
 import numpy as np
 
+from .cache import cache_dir
 from .errors import OptionError
 
 #: Matrices available by name (through scikit-bio).
@@ -160,17 +160,12 @@ def checked_scores(scores: np.ndarray, letters: str, name: str) -> np.ndarray:
     return values.astype(np.int32)
 
 
-def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "pairalign" / "matrices"
-
-
 def _named_matrix(key: str) -> tuple[np.ndarray, str]:
     """A matrix of :data:`MATRIX_NAMES` from scikit-bio, kept in a user cache
     after the first read: importing scikit-bio takes longer than a small
     all-vs-all run. A cache file that does not read (damaged) is read again
     from scikit-bio."""
-    cached = _cache_dir() / f"{key}.npz"
+    cached = cache_dir() / "matrices" / f"{key}.npz"
     try:
         with np.load(cached) as data:
             return data["scores"].astype(np.int32), str(data["letters"])

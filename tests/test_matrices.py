@@ -179,10 +179,12 @@ def test_the_command_line_takes_a_matrix_file(tmp_path):
 
 def test_a_damaged_matrix_cache_is_read_again(tmp_path, monkeypatch):
     """A cached named matrix that no longer reads as a whole .npz (cut short,
-    or not one at all) is read from scikit-bio again and rewritten."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    or not one at all) is read from scikit-bio again and rewritten; the cache
+    lies in PAIRALIGN_CACHE_DIR, as the cost model's."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("PAIRALIGN_CACHE_DIR", str(tmp_path / "own"))
     fresh = load_matrix("PAM30")
-    cached = tmp_path / "pairalign" / "matrices" / "PAM30.npz"
+    cached = tmp_path / "own" / "matrices" / "PAM30.npz"
     assert cached.is_file()
     whole = cached.read_bytes()
     for damage in (whole[:300], b"not a zip file"):
@@ -192,3 +194,4 @@ def test_a_damaged_matrix_cache_is_read_again(tmp_path, monkeypatch):
         assert (letters, name) == fresh[1:]
         assert cached.read_bytes() != damage
     assert sorted(os.listdir(cached.parent)) == ["PAM30.npz"]
+    assert not (tmp_path / "xdg").exists()

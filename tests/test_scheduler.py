@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import io
 import itertools
+import os
 import random
 import threading
 import time
@@ -1119,6 +1120,24 @@ def test_calibrate_caches_and_predicts(tmp_path):
     cost.clear()
     again = cost.get_model(cost.model_key(_CPU, job))
     assert again is not None and np.allclose(again.coef, model.coef)
+
+
+def test_a_plan_says_whether_its_calibration_was_kept(tmp_path, monkeypatch):
+    """A plan that calibrated names the file that keeps the model, or says
+    that none could be written (not 'kept in' a file that is not there)."""
+    job = make_job(30)
+    spec = cost.CalibrationSpec(64, 60, 10, (16, 32), regions=(0.0, 1.0))
+    blocker = tmp_path / "a file"
+    blocker.write_text("")
+    for base, kept in ((tmp_path / "cache", True), (blocker / "cache", False)):
+        monkeypatch.setenv("PAIRALIGN_CACHE_DIR", str(base))
+        cost.clear()
+        notes = plan(job, _CPU, width=32, calibrate=spec).notes
+        path = base / "cost.json"
+        said = f"kept in {path}" if kept else f"not kept: {path} cannot be written"
+        assert any(said in n for n in notes), notes
+        assert path.is_file() == kept
+    assert sorted(os.listdir(tmp_path)) == ["a file", "cache"]
 
 
 def test_plan_numbers_equal_the_run(tri, rect):

@@ -31,6 +31,7 @@ linearly, and a run's report shows predicted against measured.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -42,6 +43,8 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+
+from ..cache import cache_dir
 
 #: Names of the coefficients, in order.
 TERMS = ("c1", "c2*m", "c3*n", "c4*m*n")
@@ -156,12 +159,7 @@ def model_key(backend, job) -> str:
 
 
 def cache_path() -> Path:
-    base = os.environ.get("PAIRALIGN_CACHE_DIR")
-    if base:
-        return Path(base) / "cost.json"
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    root = Path(xdg) if xdg else Path.home() / ".cache"
-    return root / "pairalign" / "cost.json"
+    return cache_dir() / "cost.json"
 
 
 def _read_cache() -> dict:
@@ -253,12 +251,14 @@ def save(key: str) -> Path | None:
         if s:
             entry["model"] = fit(*zip(*s), key=key).to_dict()
         data[key] = entry
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".tmp{os.getpid()}")
             tmp.write_text(json.dumps(data))
             os.replace(tmp, path)
         except OSError:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
             return None
     return path
 

@@ -91,9 +91,12 @@ def plan(job: Job, backend, max_memory: int = DEFAULT_MAX_MEMORY, width: int | N
     if model is None and calibrate:
         spec = calibrate if isinstance(calibrate, _cost.CalibrationSpec) else None
         t0 = time.perf_counter()
-        model = _cost.calibrate(first, job, spec)
+        model = _cost.calibrate(first, job, spec, persist=False)
+        kept = _cost.save(key)
         notes.append(f"cost model calibrated now ({model.samples} windows, "
-                     f"{time.perf_counter() - t0:.1f} s), kept in {_cost.cache_path()}")
+                     f"{time.perf_counter() - t0:.1f} s), "
+                     + (f"kept in {kept}" if kept is not None else
+                        f"not kept: {_cost.cache_path()} cannot be written"))
         # calibration may change the CPU backend's threads: size for the job again
         first.fit_memory(job, max_memory)
     labels = [_label(b, k) for k, b in enumerate(work.workers)]
