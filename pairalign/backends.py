@@ -47,12 +47,24 @@ def start_cuda(devices: Sequence[int] | None = None) -> threading.Thread:
 
 def gpu_available() -> bool:
     """Whether CuPy imports and sees at least one CUDA device."""
+    return _why_no_gpu() is None
+
+
+def _why_no_gpu() -> str | None:
+    """Why there is no GPU to run on (None where there is one): no CuPy, or
+    CuPy's error, or no device."""
     try:
         import cupy
-
-        return cupy.cuda.runtime.getDeviceCount() > 0
-    except Exception:  # no cupy, no driver, no device: all mean "no GPU"
-        return False
+    except ImportError as err:
+        return (f"CuPy is not installed ({err.msg}): pip install 'pairalign[gpu]' "
+                f"(or cupy-cuda12x for CUDA 12)")
+    except Exception as err:  # a CuPy that fails to import (its CUDA libraries)
+        return f"CuPy does not import: {' '.join(str(err).split())}"
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as err:  # no driver, a driver too old for this CuPy
+        return f"CuPy finds no CUDA device: {' '.join(str(err).split())}"
+    return None if count > 0 else "CuPy sees no CUDA device"
 
 
 def backend_name(name: str = "auto") -> str:
@@ -63,8 +75,9 @@ def backend_name(name: str = "auto") -> str:
         raise OptionError(f"unknown backend {name!r}: expected one of {', '.join(BACKENDS)}")
     if name == "auto":
         return "gpu" if gpu_available() else "cpu"
-    if name == "gpu" and not gpu_available():
-        raise OptionError("backend 'gpu' asked for, but CuPy sees no CUDA device")
+    why = _why_no_gpu() if name == "gpu" else None
+    if why is not None:
+        raise OptionError(f"backend 'gpu' asked for, but {why}")
     return name
 
 

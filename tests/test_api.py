@@ -486,3 +486,17 @@ def test_input_errors():
         pairalign.align_many(["MKVEEL"], ["ACGT", "EEFF"], alphabet="dna", **CPU)
     with pytest.raises((InputError, OSError)):
         pairalign.align_all(Path("/nonexistent/file.faa"), **CPU)
+
+
+def test_the_gpu_asked_for_says_why_there_is_none(monkeypatch):
+    """backend="gpu" where CuPy is missing names the package to install, not
+    a device that CuPy would not see; "auto" takes the CPU."""
+    import sys
+
+    from pairalign.backends import backend_name
+
+    monkeypatch.setitem(sys.modules, "cupy", None)  # `import cupy` raises ImportError
+    with pytest.raises(OptionError, match=r"backend 'gpu' asked for, but CuPy is not "
+                                          r"installed .*pip install 'pairalign\[gpu\]'"):
+        pairalign.align_pair("MKV", "MKW", backend="gpu")
+    assert backend_name("auto") == "cpu"
