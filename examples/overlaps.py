@@ -2,9 +2,10 @@
 
     python examples/overlaps.py [READS] [--n N] [-o overlaps.paf]
 
-Finds the overlaps between the first N reads (default 40) of
-``shared/data/reads_cdiph.fa`` (or READS), prints a summary and a few records,
-and writes them as PAF.
+Finds the overlaps between the first N reads (default 40) of READS (default
+``reads_cdiph40.fa`` beside this script: the first 40 reads of the shared data
+set's ``reads_cdiph.fa``), prints a summary and a few records, and writes them
+as PAF.
 """
 
 import argparse
@@ -15,12 +16,10 @@ from pairalign import load
 from pairalign.pipelines import find_overlaps, write_paf
 from pairalign.sequences import records_from_python
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = next((d for d in (ROOT.parent / "shared" / "data", ROOT / "shared" / "data")
-             if d.is_dir()), ROOT.parent / "shared" / "data")
+HERE = Path(__file__).resolve().parent
 
 ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-ap.add_argument("reads", nargs="?", default=str(DATA / "reads_cdiph.fa"))
+ap.add_argument("reads", nargs="?", default=str(HERE / "reads_cdiph40.fa"))
 ap.add_argument("--n", type=int, default=40)
 ap.add_argument("-o", "--output", default="overlaps.paf")
 args = ap.parse_args()

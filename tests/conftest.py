@@ -16,6 +16,7 @@ Helpers (exposed as session fixtures, so hypothesis tests can use them too):
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import zlib
 from pathlib import Path
@@ -28,9 +29,14 @@ from pairalign.kernels.conventions import OP_ALIGNED, OP_DEL, OP_INS
 from pairalign.pairs import PairBatch
 
 _ROOT = Path(__file__).resolve().parents[1]
-#: shared/ beside the repository (CI, developers), or a copy inside it (device runs)
-DATA = next((d for d in (_ROOT.parent / "shared" / "data", _ROOT / "shared" / "data")
+#: $PAIRALIGN_TEST_DATA, shared/ beside the repository (CI, developers), or a
+#: copy inside it (device runs); tests that need it skip where it is missing
+DATA = next((d for d in ([Path(os.environ["PAIRALIGN_TEST_DATA"])]
+                         if os.environ.get("PAIRALIGN_TEST_DATA") else [])
+             + [_ROOT.parent / "shared" / "data", _ROOT / "shared" / "data"]
              if d.is_dir()), _ROOT.parent / "shared" / "data")
+#: the examples' copies of some of the data (adeno_fiber.faa)
+EXAMPLES = _ROOT / "examples"
 
 #: Residue letters of the 20 amino acids.
 AMINO = "ACDEFGHIKLMNPQRSTVWY"
@@ -156,7 +162,8 @@ def int16_far_pairs(scoring) -> tuple[list[str], list[str]]:
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     if not DATA.is_dir():
-        pytest.skip(f"test data not found at {DATA} (shared/ must lie beside the repository)")
+        pytest.skip(f"test data not found at {DATA} (shared/ beside the repository, or "
+                    f"PAIRALIGN_TEST_DATA)")
     return DATA
 
 
@@ -168,9 +175,10 @@ def load_records(name: str):
     from pairalign import read_sequences
 
     if name not in _RECORDS:
-        if not (DATA / name).is_file():
+        path = next((d / name for d in (DATA, EXAMPLES) if (d / name).is_file()), None)
+        if path is None:
             pytest.skip(f"test data not found: {DATA / name}")
-        _RECORDS[name] = read_sequences(DATA / name)
+        _RECORDS[name] = read_sequences(path)
     return _RECORDS[name]
 
 

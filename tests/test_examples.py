@@ -32,7 +32,7 @@ def test_guide_tree_example(tmp_path):
         assert (tmp_path / "msa.fa").read_text().count(">") == 242
 
 
-def test_overlaps_example(tmp_path, data_dir):
+def test_overlaps_example(tmp_path):
     proc = run("overlaps.py", "--n", "30", "-o", str(tmp_path / "o.paf"), cwd=tmp_path)
     lines = (tmp_path / "o.paf").read_text().splitlines()
     assert lines and all(len(line.split("\t")) == 15 for line in lines)
