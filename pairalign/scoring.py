@@ -35,7 +35,7 @@ INT16_LIMIT = 16_000
 INT32_LIMIT = 1 << 29
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Scoring:
     """A substitution matrix over encoded residues, and affine gap costs.
 
@@ -148,6 +148,19 @@ class Scoring:
         return cls(np.ascontiguousarray(scores, dtype=np.int32), letters, gap_open,
                    gap_extend, alphabet, name, lookup)
 
+    def __repr__(self) -> str:
+        """The scheme in a line (the matrix by name, not its scores).
+
+        >>> Scoring.create("dna")
+        Scoring(dna, match/mismatch 2/-3, gap open 5, extend 2)
+        """
+        what = self.name
+        if self.name == "match/mismatch":
+            k = self.letters.index("A")
+            what += f" {self.matrix[k, k]}/{self.matrix[k, self.letters.index('C')]}"
+        return (f"Scoring({self.alphabet}, {what}, gap open {self.gap_open}, "
+                f"extend {self.gap_extend})")
+
     @cached_property
     def kernel_matrix(self) -> np.ndarray:
         """The scores that the kernels index: the codes of the job's residues
@@ -220,7 +233,8 @@ class Scoring:
         """The largest absolute value in the matrix."""
         return int(np.abs(self.matrix).max())
 
-    def score_bound(self, n: int, m: int, mode: str = "global") -> int:
+    def score_bound(self, n: int | np.ndarray, m: int | np.ndarray,
+                    mode: str = "global") -> int | np.ndarray:
         """An upper bound on ``|H|`` for any cell of an ``n x m`` alignment in
         ``mode`` (``"global"``, the widest, by default).
 
@@ -260,7 +274,8 @@ class Scoring:
         return (self.score_bound(n, m, mode) + self.gap_open + self.gap_extend
                 + self.max_abs_score)
 
-    def fits_int16(self, n, m, mode: str = "global"):
+    def fits_int16(self, n: int | np.ndarray, m: int | np.ndarray,
+                   mode: str = "global") -> bool | np.ndarray:
         """Whether every score of ``n x m`` alignments in ``mode`` fits 16
         bits (with room for a gap more); ``n`` and ``m`` may be integers or
         NumPy arrays."""

@@ -57,7 +57,7 @@ def _letters(alphabet: Alphabet | None) -> np.ndarray:
     return allowed_mask(alphabet) if alphabet is not None else _ANY_MASK
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class SequenceRecords:
     """Validated sequences with their ids, in input order.
 
@@ -91,6 +91,14 @@ class SequenceRecords:
     def __len__(self) -> int:
         """Number of records."""
         return len(self.sequences)
+
+    def __repr__(self) -> str:
+        """A line, not the records: ``<SequenceRecords 3 protein sequences
+        from <input>, 5-9 residues>``."""
+        lengths = self.lengths
+        span = (f", {lengths.min():,}-{lengths.max():,} residues" if len(lengths) else "")
+        return (f"<SequenceRecords {len(self):,} {self.alphabet} sequences from "
+                f"{self.source}{span}>")
 
     @property
     def lengths(self) -> np.ndarray:

@@ -38,7 +38,7 @@ class DevicePlan:
     predicted_s: float | None = None
 
 
-@dataclass
+@dataclass(repr=False)
 class Plan:
     """What a run would do: pairs, cells, windows per device, memory, predicted time.
 
@@ -62,6 +62,13 @@ class Plan:
     memory_kind: str = "device"
     notes: list[str] = field(default_factory=list)
     workers: int = 1
+
+    def __repr__(self) -> str:
+        """A line: its windows are in :attr:`windows`, its table in ``str()``."""
+        predicted = "" if self.predicted_s is None else f", predicted {self.predicted_s:.3g} s"
+        return (f"<Plan {self.mode}{'' if self.traceback else ' score-only'}, "
+                f"{self.pairs:,} pairs, {self.cells:,} cells, {len(self.windows):,} windows, "
+                f"{self.backend}{predicted}>")
 
     def __str__(self) -> str:
         return format_plan(self)
