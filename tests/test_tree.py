@@ -120,6 +120,14 @@ def test_identity_needs_traceback():
         distance_matrix(res, "identity")
 
 
+@pytest.mark.parametrize("option", [{"keep": lambda b: b.score > 10}, {"ordered": True}])
+def test_guide_tree_refuses_what_would_leave_distances_out(option):
+    """keep would leave the pairs it drops at distance 0 (as if identical);
+    ordered is the tree's own: both refused, by name."""
+    with pytest.raises(pairalign.OptionError, match=f"{next(iter(option))} is not an option"):
+        guide_tree(["MKVLAW", "MKVIAW", "PRQLAY"], **option)
+
+
 @pytest.mark.parametrize("method", ["upgma", "nj"])
 def test_tree_has_all_tips(adeno, method):
     dm, tree = guide_tree(adeno, method=method, backend="cpu")

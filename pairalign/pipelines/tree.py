@@ -35,12 +35,19 @@ tools such as Clustal Omega's ``--guidetree-in`` match them to the FASTA ids).
 from __future__ import annotations
 
 import io
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from ..errors import OptionError
 from ..output import write_all, writing_to
+
+if TYPE_CHECKING:
+    import skbio
+
+    from ..api import SequencesLike
+    from ..output import PathOrHandle
+    from ..results import AlignmentResult
 
 #: Cap of the Kimura protein distance (where the log argument is <= 0 or the
 #: distance would exceed it).
@@ -71,7 +78,9 @@ def _self_scores(result) -> np.ndarray:
     return np.array([int(diag[sc.encode(s)].sum()) for s in result.sequences], np.int64)
 
 
-def distance_matrix(result, kind: Literal["identity", "kimura", "score"] = "identity"):
+def distance_matrix(result: AlignmentResult,
+                    kind: Literal["identity", "kimura", "score"] = "identity"
+                    ) -> skbio.DistanceMatrix:
     """A :class:`skbio.DistanceMatrix` from an all-vs-all :class:`AlignmentResult`.
 
     See the module documentation for the definitions of ``kind``.
@@ -122,7 +131,8 @@ def _put_distances(out: np.ndarray, result, kind: str, self_scores) -> None:
     out[p.target, p.query] = d
 
 
-def tree_from_distances(dm, method: Literal["upgma", "nj"] = "upgma"):
+def tree_from_distances(dm: skbio.DistanceMatrix,
+                        method: Literal["upgma", "nj"] = "upgma") -> skbio.TreeNode:
     """A :class:`skbio.TreeNode` by scikit-bio's UPGMA or neighbour joining."""
     from skbio.tree import nj, upgma
 
@@ -142,7 +152,7 @@ def tree_from_distances(dm, method: Literal["upgma", "nj"] = "upgma"):
     return root_at_midpoint(nj(dm))
 
 
-def root_at_midpoint(tree):
+def root_at_midpoint(tree: skbio.TreeNode) -> skbio.TreeNode:
     """``tree`` rooted on a new node at the midpoint of its longest tip-to-tip
     path: a binary root, whatever the lengths.
 
@@ -172,9 +182,9 @@ def root_at_midpoint(tree):
     return root
 
 
-def guide_tree(sequences, method: Literal["upgma", "nj"] = "upgma",
+def guide_tree(sequences: SequencesLike, method: Literal["upgma", "nj"] = "upgma",
                distance: Literal["identity", "kimura", "score"] = "identity",
-               **align_options):
+               **align_options: Any) -> tuple[skbio.DistanceMatrix, skbio.TreeNode]:
     """Distances and a guide tree for the sequences.
 
     The pairs are not held: each window's distances go into the matrix as
@@ -190,11 +200,20 @@ def guide_tree(sequences, method: Literal["upgma", "nj"] = "upgma",
     distance : {"identity", "kimura", "score"}
     **align_options
         Passed to :func:`pairalign.iter_all` (``mode`` defaults to ``"global"``;
-        ``cigar`` to False, as no distance needs the CIGARs).
+        ``cigar`` to False, as no distance needs the CIGARs), but for
+        ``keep`` and ``ordered``: a tree needs every pair's distance, in any
+        order.
 
     Returns
     -------
     (skbio.DistanceMatrix, skbio.TreeNode)
+
+    Raises
+    ------
+    pairalign.InputError
+        Where the sequences do not read.
+    pairalign.OptionError
+        For a bad option, ``keep`` or ``ordered`` among them.
 
     Examples
     --------
@@ -206,6 +225,10 @@ def guide_tree(sequences, method: Literal["upgma", "nj"] = "upgma",
     from ..api import iter_all, load
 
     _check_kind(distance)
+    for key in ("keep", "ordered"):
+        if key in align_options:
+            raise OptionError(f"a guide tree takes every pair's distance, in any order: "
+                              f"{key} is not an option of guide_tree")
     align_options.setdefault("mode", "global")
     if distance == "score":
         align_options.setdefault("traceback", False)
@@ -234,7 +257,7 @@ def _fmt_length(x: float) -> str:
     return f"{max(float(x), 0.0) + 0.0:.6g}"  # + 0.0: -0.0 prints as 0
 
 
-def newick_string(tree) -> str:
+def newick_string(tree: skbio.TreeNode) -> str:
     """Newick text of a tree, tip names verbatim (quoted only where they hold
     Newick's special characters), branch lengths with 6 significant digits
     (negative lengths written as 0)."""
@@ -264,14 +287,15 @@ def newick_string(tree) -> str:
     return "".join(parts) + ";\n"
 
 
-def write_newick(handle_or_path, tree) -> None:
+def write_newick(handle_or_path: PathOrHandle, tree: skbio.TreeNode) -> None:
     """The tree in Newick, to a binary handle or a path (written atomically;
     ``"-"`` for standard output)."""
     with writing_to(handle_or_path) as handle:
         write_all(handle, newick_string(tree).encode())
 
 
-def write_distances(handle_or_path, dm, fmt: str = "phylip") -> None:
+def write_distances(handle_or_path: PathOrHandle, dm: skbio.DistanceMatrix,
+                    fmt: Literal["phylip", "lsmat"] = "phylip") -> None:
     """The distance matrix, to a binary handle or a path (written atomically):
     ``phylip`` (scikit-bio's ``phylip_dm``: relaxed PHYLIP, ids of any length,
     square layout) or ``lsmat`` (tab-separated with a header row)."""
