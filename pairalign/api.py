@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
-from typing import Callable, Iterable, Iterator, Literal, Sequence, Union
+from typing import TYPE_CHECKING, BinaryIO, Callable, Iterable, Iterator, Literal, Sequence, Union
 
 import numpy as np
 
 from .engine import DEFAULT_MAX_MEMORY, Progress, iter_windows, parse_memory, run_job
+from .alphabet import Alphabet
 from .errors import OptionError
 from .job import Job
 from .matrices import MatrixLike
@@ -19,13 +20,23 @@ from .scoring import Scoring
 from .sequences import SequenceRecords, read_sequences, records_from_python
 from .backends import get_backend
 
+if TYPE_CHECKING:
+    import skbio
+
+    from .scheduler.plan import Plan
+
+#: An alignment mode.
 Mode = Literal["global", "semiglobal", "local"]
-SequencesLike = Union[str, os.PathLike, SequenceRecords, Iterable]
+#: A sequence as the API takes it: a string or a scikit-bio sequence.
+SequenceLike = Union[str, "skbio.Sequence"]
+#: Sequences as the API takes them: a FASTA/FASTQ path (``"-"`` for
+#: standard input), a binary file handle, records, or sequences.
+SequencesLike = Union[str, "os.PathLike[str]", BinaryIO, SequenceRecords, Iterable[SequenceLike]]
 
 
-def load(sequences: SequencesLike, alphabet: str | None = None) -> SequenceRecords:
-    """Sequence records from a path (``"-"`` for stdin), records, or Python
-    sequences, validated against ``alphabet`` where given (records of another
+def load(sequences: SequencesLike, alphabet: Alphabet | None = None) -> SequenceRecords:
+    """Sequence records from a path (``"-"`` for stdin), a binary file handle,
+    records, or Python sequences, validated against ``alphabet`` where given (records of another
     alphabet are validated again: a letter outside it raises
     :class:`~pairalign.errors.InputError`), else detected."""
     if isinstance(sequences, SequenceRecords):
@@ -33,13 +44,13 @@ def load(sequences: SequencesLike, alphabet: str | None = None) -> SequenceRecor
             return sequences
         again = records_from_python(sequences.sequences, ids=sequences.ids, alphabet=alphabet)
         return replace(again, descriptions=sequences.descriptions, source=sequences.source)
-    if isinstance(sequences, (str, os.PathLike)):
+    if isinstance(sequences, (str, os.PathLike)) or hasattr(sequences, "read"):
         return read_sequences(sequences, alphabet=alphabet)
     return records_from_python(sequences, alphabet=alphabet)
 
 
 def load_pair(queries: SequencesLike, targets: SequencesLike,
-              alphabet: str | None = None) -> tuple[SequenceRecords, SequenceRecords]:
+              alphabet: Alphabet | None = None) -> tuple[SequenceRecords, SequenceRecords]:
     """Query and target records of one alphabet: ``alphabet`` where given, else
     each set's own where they agree, and protein where one set reads as
     protein (every DNA letter is a protein letter too).
@@ -61,7 +72,7 @@ def _check_mode(mode: str) -> None:
         raise OptionError(f"unknown mode {mode!r}: expected one of {', '.join(MODES)}")
 
 
-def make_scoring(alphabet: str, matrix: MatrixLike | None = None, gap_open: int | None = None,
+def make_scoring(alphabet: Alphabet, matrix: MatrixLike | None = None, gap_open: int | None = None,
                  gap_extend: int | None = None, match: int | None = None,
                  mismatch: int | None = None) -> Scoring:
     """The scoring scheme for an alphabet, defaults filled in (see :class:`Scoring`)."""
@@ -81,11 +92,19 @@ def _job(rows: SequenceRecords, cols: SequenceRecords | None, mode: str, scoring
 def plan_all(sequences: SequencesLike, *, mode: Mode = "local", matrix: MatrixLike | None = None,
              gap_open: int | None = None, gap_extend: int | None = None,
              match: int | None = None, mismatch: int | None = None,
-             alphabet: str | None = None, traceback: bool = True, backend: str = "auto",
+             alphabet: Alphabet | None = None, traceback: bool = True, backend: str = "auto",
              threads: int | None = None, devices: Sequence[int] | None = None,
-             max_memory: int | str = DEFAULT_MAX_MEMORY, window: int | None = None):
+             max_memory: int | str = DEFAULT_MAX_MEMORY, window: int | None = None) -> Plan:
     """The plan of :func:`align_all` without running it: pairs, cells, windows per
-    device, memory and predicted time (see :func:`pairalign.engine.plan`)."""
+    device, memory and predicted time (see :func:`pairalign.engine.plan`).
+
+    Examples
+    --------
+    >>> import pairalign
+    >>> plan = pairalign.plan_all(["MKVLAW", "MKVIAW", "PRQLAY"], backend="cpu")
+    >>> plan.pairs, plan.cells
+    (3, 108)
+    """
     from .engine import plan
 
     recs = load(sequences, alphabet)
@@ -129,7 +148,7 @@ def align_all(
     gap_extend: int | None = None,
     match: int | None = None,
     mismatch: int | None = None,
-    alphabet: str | None = None,
+    alphabet: Alphabet | None = None,
     traceback: bool = True,
     cigar: bool = True,
     backend: str = "auto",
@@ -144,8 +163,9 @@ def align_all(
 
     Parameters
     ----------
-    sequences : path, list of str, or scikit-bio sequences
-        A FASTA/FASTQ file (plain or gzip, ``"-"`` for stdin), or sequences.
+    sequences : path, binary file, list of str, or scikit-bio sequences
+        A FASTA/FASTQ file (plain or gzip, ``"-"`` for stdin; a path or a
+        handle open in binary mode), records, or sequences.
     mode : {"global", "semiglobal", "local"}
         Needleman-Wunsch, overlap (end gaps free) or Smith-Waterman.
     matrix : str, path or skbio.SubstitutionMatrix, optional
@@ -223,7 +243,7 @@ def iter_all(
     gap_extend: int | None = None,
     match: int | None = None,
     mismatch: int | None = None,
-    alphabet: str | None = None,
+    alphabet: Alphabet | None = None,
     traceback: bool = True,
     cigar: bool = True,
     backend: str = "auto",
@@ -276,7 +296,7 @@ def iter_many(
     gap_extend: int | None = None,
     match: int | None = None,
     mismatch: int | None = None,
-    alphabet: str | None = None,
+    alphabet: Alphabet | None = None,
     traceback: bool = True,
     cigar: bool = True,
     backend: str = "auto",
@@ -339,7 +359,7 @@ def align_many(
     gap_extend: int | None = None,
     match: int | None = None,
     mismatch: int | None = None,
-    alphabet: str | None = None,
+    alphabet: Alphabet | None = None,
     traceback: bool = True,
     cigar: bool = True,
     backend: str = "auto",
@@ -369,8 +389,8 @@ def align_many(
 
 
 def align_pair(
-    query: str,
-    target: str,
+    query: SequenceLike,
+    target: SequenceLike,
     *,
     mode: Mode = "local",
     matrix: MatrixLike | None = None,
@@ -378,7 +398,7 @@ def align_pair(
     gap_extend: int | None = None,
     match: int | None = None,
     mismatch: int | None = None,
-    alphabet: str | None = None,
+    alphabet: Alphabet | None = None,
     traceback: bool = True,
     cigar: bool = True,
     backend: str = "cpu",
@@ -388,9 +408,10 @@ def align_pair(
 ) -> PairAlignment:
     """Align one pair of sequences (strings or scikit-bio sequences).
 
-    The options are :func:`align_many`'s, on the CPU by default (a pair is
-    too little work to start a GPU for); ``threads`` 1 by default (a long
-    pair runs on all of its thread's vector lanes).
+    The options are :func:`align_many`'s but for ``window``, ``progress``
+    and ``client``, on the CPU by default (a pair is too little work to
+    start a GPU for); ``threads`` 1 by default (a long pair runs on all of
+    its thread's vector lanes).
 
     Examples
     --------

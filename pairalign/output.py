@@ -28,7 +28,7 @@ import tempfile
 import threading
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from typing import BinaryIO, Iterable, Iterator
+from typing import BinaryIO, Iterable, Iterator, Union
 
 import numpy as np
 
@@ -173,8 +173,13 @@ def atomic_output(path: str | os.PathLike) -> Iterator[BinaryIO]:
             os.close(fd)
 
 
+#: What the writers take: a path (written atomically; ``"-"``: standard
+#: output) or a binary handle.
+PathOrHandle = Union[str, "os.PathLike[str]", BinaryIO]
+
+
 @contextlib.contextmanager
-def writing_to(handle_or_path) -> Iterator[BinaryIO]:
+def writing_to(handle_or_path: PathOrHandle) -> Iterator[BinaryIO]:
     """A binary handle as it is, or a path (``"-"``: standard output) through
     :func:`atomic_output`: what the writers of the pipelines take."""
     if isinstance(handle_or_path, (str, os.PathLike)):

@@ -6,9 +6,11 @@ imported at the first call: importing this module does not start numba.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from dataclasses import dataclass, field, fields, replace
+from typing import Callable
 
 import numpy as np
 
@@ -206,6 +208,7 @@ class PairBatch:
 
     @property
     def n_ops(self) -> np.ndarray:
+        """Each pair's count of run-length operations (0 without CIGARs)."""
         return np.diff(self.op_offsets)
 
     def aligned_columns(self) -> np.ndarray:
@@ -217,6 +220,7 @@ class PairBatch:
 
     @classmethod
     def empty(cls) -> "PairBatch":
+        """A batch of no pair."""
         z = np.zeros(0, np.int32)
         return cls(np.zeros(0, np.int64), np.zeros(0, np.int64), z, z, z, z, z, z, z,
                    np.zeros(1, np.int64), np.zeros(0, np.uint8), z)
@@ -235,7 +239,7 @@ class PairBatch:
                    op_code=np.concatenate([b.op_code for b in batches]),
                    op_len=np.concatenate([b.op_len for b in batches]))
 
-    def kept(self, keep) -> "PairBatch":
+    def kept(self, keep: Callable[["PairBatch"], np.ndarray]) -> "PairBatch":
         """The pairs that ``keep`` (a function of the batch) marks True.
 
         Raises
@@ -299,12 +303,13 @@ class PairBatch:
                          out["target_end"], code)
         return replace(self, query=query, target=target, **out, op_code=code)
 
-    def save(self, path) -> None:
+    def save(self, path: str | os.PathLike[str]) -> None:
         """Write every array to an ``.npz`` file (see :meth:`load`)."""
         np.savez(path, **{f.name: getattr(self, f.name) for f in fields(self)})
 
     @classmethod
-    def load(cls, path) -> "PairBatch":
+    def load(cls, path: str | os.PathLike[str]) -> "PairBatch":
+        """A batch that :meth:`save` wrote."""
         with np.load(path) as data:
             return cls(**{f.name: data[f.name] for f in fields(cls)})
 
@@ -315,6 +320,7 @@ class PairBatch:
 
     @property
     def nbytes(self) -> int:
+        """Bytes of its arrays."""
         return sum(getattr(self, f.name).nbytes for f in fields(self))
 
     def __sizeof__(self) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
 
@@ -12,6 +12,9 @@ from .cigar import cigar_string
 from .job import SortedSet
 from .pairs import PairBatch
 from .scoring import Scoring
+
+if TYPE_CHECKING:
+    import skbio.alignment
 
 
 #: What asking for a CIGAR that a run did not keep says.
@@ -49,8 +52,15 @@ class PairAlignment:
         return self.identities / self.length if self.length > 0 else 0.0
 
     @property
-    def path(self):
-        """The alignment as a :class:`skbio.alignment.PairAlignPath`."""
+    def path(self) -> skbio.alignment.PairAlignPath:
+        """The alignment as a :class:`skbio.alignment.PairAlignPath`.
+
+        Raises
+        ------
+        ValueError
+            Where the run made no CIGARs (``traceback=False`` or
+            ``cigar=False``), or the local alignment is empty (score 0).
+        """
         from skbio.alignment import PairAlignPath
 
         if self.cigar is None:
@@ -79,6 +89,10 @@ class AlignmentResult:
     cigar : bool
         Whether the pairs' CIGARs were kept (with traceback; see
         :func:`pairalign.align_all`).
+    all_vs_all : bool
+        Every pair of one set (``i < j``), or every query against every target.
+    sequences, target_sequences : list of str
+        The query and target residues (the same list for all-vs-all).
 
     Examples
     --------

@@ -37,7 +37,7 @@ complement of the query, as in minimap2; ``I`` consumes the query).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 import numpy as np
 
@@ -46,6 +46,10 @@ from ..errors import OptionError
 from ..kernels.conventions import OP_ALIGNED, OP_DEL, OP_INS
 from ..output import pair_mask, write_lines, writing_to
 from ..pairs import _offsets, _ranges
+
+if TYPE_CHECKING:
+    from ..api import SequencesLike
+    from ..output import PathOrHandle
 
 #: Unaligned bases tolerated at each end of a read for it to count as contained.
 END_TOLERANCE = 10
@@ -257,8 +261,8 @@ def _ambiguous_identities(batch, is_rev, reads: list[str],
     return out
 
 
-def overlap_table(reads, min_overlap: int = 100, min_identity: float = 0.8,
-                  end_tolerance: int = END_TOLERANCE, **align_options) -> OverlapTable:
+def overlap_table(reads: SequencesLike, min_overlap: int = 100, min_identity: float = 0.8,
+                  end_tolerance: int = END_TOLERANCE, **align_options: Any) -> OverlapTable:
     """The overlaps of all reads as columns (see :func:`find_overlaps`).
 
     Each window's pairs are filtered by the thresholds as the window
@@ -338,8 +342,8 @@ def overlap_table(reads, min_overlap: int = 100, min_identity: float = 0.8,
                         cig, cig_off)
 
 
-def find_overlaps(reads, min_overlap: int = 100, min_identity: float = 0.8,
-                  end_tolerance: int = END_TOLERANCE, **align_options) -> list[Overlap]:
+def find_overlaps(reads: SequencesLike, min_overlap: int = 100, min_identity: float = 0.8,
+                  end_tolerance: int = END_TOLERANCE, **align_options: Any) -> list[Overlap]:
     """The overlaps between reads, on both strands.
 
     Parameters
@@ -354,12 +358,20 @@ def find_overlaps(reads, min_overlap: int = 100, min_identity: float = 0.8,
     end_tolerance : int
         Unaligned bases allowed at each end of a contained read.
     **align_options
-        Scoring and run options of :func:`pairalign.align_all` (``mode`` and
-        ``traceback`` are fixed: semiglobal, with traceback).
+        Scoring and run options of :func:`pairalign.align_all` (``mode``,
+        ``traceback`` and ``cigar`` are fixed: semiglobal, with traceback and
+        CIGARs).
 
     Returns
     -------
     list of Overlap
+
+    Raises
+    ------
+    pairalign.InputError
+        Where the reads do not read.
+    pairalign.OptionError
+        For reads that are not DNA, a bad threshold, or a fixed option.
         One per overlapping pair ``i < j`` (read ``i`` the query), ordered by
         query then target.
 
@@ -378,7 +390,7 @@ def find_overlaps(reads, min_overlap: int = 100, min_identity: float = 0.8,
                          **align_options).records()
 
 
-def write_paf(handle_or_path, overlaps: OverlapTable | Iterable[Overlap]) -> None:
+def write_paf(handle_or_path: PathOrHandle, overlaps: OverlapTable | Iterable[Overlap]) -> None:
     """Overlaps as PAF (see the module documentation), to a binary handle or a
     path (written atomically; ``"-"`` for standard output)."""
     with writing_to(handle_or_path) as handle:

@@ -21,11 +21,18 @@ and ``pandas.read_csv`` accept the file. Rank by the score column.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from ..errors import OptionError
 from ..kernels.conventions import OP_DEL, OP_INS
 from ..output import write_lines, write_tsv, writing_to
+
+if TYPE_CHECKING:
+    from ..api import Mode, SequencesLike
+    from ..output import PathOrHandle
+    from ..results import AlignmentResult
 
 #: Pairs of finished windows a search with ``top`` gathers before merging
 #: them into the best hits so far.
@@ -35,7 +42,7 @@ BLAST6_COLUMNS = ("qseqid", "sseqid", "pident", "length", "mismatch", "gapopen",
                   "qstart", "qend", "sstart", "send", "evalue", "bitscore")
 
 
-def top_hits(result, top: int | None):
+def top_hits(result: AlignmentResult, top: int | None) -> np.ndarray:
     """Indices (into ``result.pairs``) of the best ``top`` targets of each query, by
     score (highest first, ties by target input order), queries in input order;
     every pair, so ordered, when ``top`` is None."""
@@ -76,8 +83,8 @@ def _check_top(top: int) -> None:
         raise OptionError("top must be at least 1")
 
 
-def search(queries, targets, top: int | None = None, mode: str = "local",
-           **align_options):
+def search(queries: SequencesLike, targets: SequencesLike, top: int | None = None,
+           mode: Mode = "local", **align_options: Any) -> tuple[AlignmentResult, np.ndarray]:
     """Align every query with every target and keep the best ``top`` per query.
 
     Parameters
@@ -150,7 +157,8 @@ def _op_counts(batch):
     return mism, gaps
 
 
-def write_blast6(handle_or_path, result, hits=None) -> None:
+def write_blast6(handle_or_path: PathOrHandle, result: AlignmentResult,
+                 hits: np.ndarray | None = None) -> None:
     """BLAST tabular (outfmt 6) lines of the hits (see the module documentation),
     to a binary handle or a path (atomically; ``"-"``: standard output)."""
     if not result.cigar:
@@ -175,7 +183,8 @@ def write_blast6(handle_or_path, result, hits=None) -> None:
         write_lines(handle, map(line, np.flatnonzero(length > 0)))
 
 
-def write_search_tsv(handle_or_path, result, hits=None) -> None:
+def write_search_tsv(handle_or_path: PathOrHandle, result: AlignmentResult,
+                     hits: np.ndarray | None = None) -> None:
     """The hits as pairalign's TSV (a header line; columns of ``all-vs-all``:
     0-based starts, exclusive ends, CIGAR)."""
     batch = result.pairs if hits is None else result.pairs.take(np.asarray(hits))
