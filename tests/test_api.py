@@ -500,3 +500,26 @@ def test_the_gpu_asked_for_says_why_there_is_none(monkeypatch):
                                           r"installed .*pip install 'pairalign\[gpu\]'"):
         pairalign.align_pair("MKV", "MKW", backend="gpu")
     assert backend_name("auto") == "cpu"
+
+
+def test_reprs_are_a_line(records):
+    """Records, a scoring and a plan print as one short line, not their
+    contents (a notebook shows the repr of what a cell returns)."""
+    recs = records("adeno_fiber.faa")
+    assert repr(recs) == (f"<SequenceRecords 242 protein sequences from {recs.source}, "
+                          f"55-195 residues>")
+    assert repr(pairalign.make_scoring("protein", matrix="pam30", gap_open=9)) == (
+        "Scoring(protein, PAM30, gap open 9, extend 1)")
+    plan = pairalign.plan_all(recs, backend="cpu", window=16)
+    assert len(plan.windows) > 10 and "\n" not in repr(plan) and len(repr(plan)) < 200
+    assert f"{plan.pairs:,} pairs" in repr(plan)
+
+
+def test_a_binary_file_handle_reads_as_its_file(tmp_path):
+    path = tmp_path / "in.faa"
+    path.write_bytes(b">a\nMKVLAW\n>b\nMKVIAW\n>c\nPRQLAY\n")
+    with open(path, "rb") as handle:
+        by_handle = pairalign.align_all(handle, backend="cpu")
+    by_path = pairalign.align_all(path, backend="cpu")
+    assert by_handle.ids == by_path.ids == ["a", "b", "c"]
+    assert by_handle.pairs.score.tolist() == by_path.pairs.score.tolist()
