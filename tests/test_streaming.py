@@ -41,16 +41,16 @@ def test_kept_pairs_come_in_input_order(recs, spilled, share, monkeypatch):
     """keep filters each window as it finishes: the pairs it keeps come in
     input order, held in memory or through the buckets, and only they are
     held or spilled; where it keeps none, one empty batch comes."""
-    from pairalign import pairs
+    from pairalign import streaming
 
     be, job = _job(recs, None, "local", make_scoring(recs.alphabet), True, "cpu", None, None)
     ref = run_job(job, be)
     cut = np.quantile(ref.score, 0.8) if share == "some" else ref.score.max() + 1
     want = ref.take(ref.score >= cut)
     saved = []
-    save = pairs.PairBatch.save
-    monkeypatch.setattr(pairs.PairBatch, "save",
-                        lambda self, path: saved.append(len(self)) or save(self, path))
+    append = streaming.BucketFile.append
+    monkeypatch.setattr(streaming.BucketFile, "append",
+                        lambda self, batch: saved.append(len(batch)) or append(self, batch))
     budget = want.nbytes // 4 if spilled and share == "some" else (1 if spilled else None)
     parts = list(in_input_order(job, be, width=16, bucket_bytes=budget,
                                 keep=lambda b: b.score >= cut))
@@ -59,6 +59,26 @@ def test_kept_pairs_come_in_input_order(recs, spilled, share, monkeypatch):
     assert sum(saved) == (len(want) if spilled else 0)
     for name in ref.__dataclass_fields__:
         assert np.array_equal(getattr(want, name), getattr(got, name)), name
+
+
+def test_a_spill_is_a_file_a_bucket_of_the_pieces_bytes(recs, tmp_path):
+    """Each window's slice of a bucket is appended to the bucket's one file
+    as raw bytes: as many files as buckets, not windows x buckets (.npz files
+    of a few pairs each took 5-7 times the results' bytes), and about the
+    results' bytes on disk."""
+    be, job = _job(recs, None, "local", make_scoring(recs.alphabet), True, "cpu", None, None)
+    ref = run_job(job, be)
+    parts = in_input_order(job, be, width=16, bucket_bytes=ref.nbytes // 7, spill_dir=tmp_path)
+    got = [next(parts)]
+    (folder,) = tmp_path.iterdir()
+    files = list(folder.iterdir())
+    spilled = sum(f.stat().st_size for f in files)
+    got.extend(parts)
+    assert 4 <= len(files) <= len(got) - 1  # the first part's bucket was read and removed
+    assert spilled <= ref.nbytes
+    same = PairBatch.concat(got)
+    for name in ref.__dataclass_fields__:
+        assert np.array_equal(getattr(ref, name), getattr(same, name)), name
 
 
 def test_spill_folder_is_removed(recs, tmp_path):
