@@ -421,42 +421,51 @@ SHARE_CORES_WITH_WORKERS = True
 SHARE_CORES_ONE_WORKER = True
 
 
-class _ConsumerThreads:
-    """Numba threads of the consumer's thread while a run's workers run.
+def _cpu_threads(workers: list) -> int | None:
+    """The threads a CPU run was given (its ``threads``), else None."""
+    asked = [w.requested for w in workers if getattr(w, "name", "") == "cpu"
+             and getattr(w, "requested", None)]
+    return min(asked) if asked else None
 
-    ``apply`` (at each result, in the consumer's thread: the generator's body
-    runs there) sets the thread's share once numba has started, and gives
-    the thread its own setting back once no worker runs (``running``
-    False: the results left in the queue are the consumer's alone, on every
-    core); ``restore`` gives it back (numba's thread count is per thread).
+
+class _ConsumerThreads:
+    """Numba threads of the consumer's passes (placing a window's results,
+    sorting them into input order) while a run's workers run.
+
+    ``limited(running)`` (in the consumer's thread: the generator's body
+    runs there) holds the thread's numba setting, around one result's
+    passes, to its share of the cores while workers run, and to ``cap`` (a
+    CPU run's ``threads``) always; it gives the thread its own setting back
+    before the result is handed on, so that a suspended generator leaves
+    the caller's numba as it found it (numba's thread count is per thread).
     """
 
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, cap: int | None = None) -> None:
         self.workers = workers
-        self._saved: tuple[int, int] | None = None  # (thread id, its setting)
-        self._applied = not (SHARE_CORES_WITH_WORKERS
-                             and (workers > 1 or SHARE_CORES_ONE_WORKER and workers == 1))
+        self.cap = cap
+        self.share = (SHARE_CORES_WITH_WORKERS
+                      and (workers > 1 or SHARE_CORES_ONE_WORKER and workers == 1))
 
-    def apply(self, running: bool = True) -> None:
-        if not running:
-            self.restore()
-            self._applied = True
-        if self._applied:
+    @contextlib.contextmanager
+    def limited(self, running: bool) -> Iterator[None]:
+        shared = self.share and running
+        if not shared and self.cap is None:
+            yield
             return
-        self._applied = True
         _NUMBA.needed()  # numba started (a GPU run starts it beside its first windows)
         import numba
 
         own = numba.get_num_threads()
-        self._saved = (threading.get_ident(), own)
-        numba.set_num_threads(max(1, own // (self.workers + 1)))
-
-    def restore(self) -> None:
-        if self._saved is not None and self._saved[0] == threading.get_ident():
-            import numba
-
-            numba.set_num_threads(self._saved[1])
-        self._saved = None
+        n = max(1, own // (self.workers + 1)) if shared else own
+        n = min(n, self.cap) if self.cap is not None else n
+        if n == own:
+            yield
+            return
+        numba.set_num_threads(n)
+        try:
+            yield
+        finally:
+            numba.set_num_threads(own)
 
 
 # ---------------------------------------------------------------------------------
@@ -1329,7 +1338,7 @@ def iter_windows(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
     done = cells_done = 0
     started = time.perf_counter()
     finished = False
-    share = _ConsumerThreads(len(work.workers))
+    share = _ConsumerThreads(len(work.workers), _cpu_threads(work.workers))
     try:
         run.start()
         if ordered:
@@ -1341,23 +1350,23 @@ def iter_windows(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
             done = min(done + len(batch), total)
             cells_done = min(cells_done + item.window.cells, cells_total)
             _call_progress(progress, done, total, cells_done, cells_total)
-            share.apply(run.working())
-            b = in_input(job, backend, batch)
+            with share.limited(run.working()):
+                b = in_input(job, backend, batch)
             if not ordered:
                 yield b
                 continue
             pending.setdefault(item.parent, []).append(b)
             have[item.parent] += len(b)
             while nxt < len(work.parents) and have[nxt] == work.parents[nxt].pairs:
-                merged = PairBatch.concat(pending.pop(nxt))
+                with share.limited(run.working()):
+                    merged = _sorted_by_rank(job, PairBatch.concat(pending.pop(nxt)))
                 nxt += 1
                 run.q.release(nxt)
-                yield _sorted_by_rank(job, merged)
+                yield merged
         if total == 0:
             _call_progress(progress, 0, 0, 0, 0)
         finished = True
     finally:
-        share.restore()
         run.stop(None if finished else Cancelled("consumer stopped"))
     if run.errors:
         warnings.warn(f"{run.errors} window(s) failed and ran again elsewhere; results "

@@ -935,30 +935,40 @@ def test_stream_is_bounded(tri):
 
 
 @pytest.mark.parametrize("workers", [1, 2, 3])
-def test_consumer_takes_its_share_of_numba_threads_while_workers_run(tri, workers):
-    """With several workers the consumer's thread (where the batches are
-    placed) runs its numba passes on its share of the cores, ``1 / (workers
-    + 1)`` of its own setting (one worker too: SHARE_CORES_ONE_WORKER), all
-    of it for the results left once no worker runs, and gets its setting
-    back when the stream ends or is closed."""
+def test_consumer_takes_its_share_of_numba_threads_while_workers_run(tri, workers,
+                                                                     monkeypatch):
+    """With several workers the consumer's numba passes (placing each
+    window's results) run on its share of the cores, ``1 / (workers + 1)``
+    of its own setting (one worker too: SHARE_CORES_ONE_WORKER), all of it
+    for the results left once no worker runs; between two results, and when
+    the stream ends or is closed, the thread has its own setting."""
     import numba
+
+    from pairalign import engine
 
     job, ref = tri
     own = numba.get_num_threads()
     want = max(1, own // (workers + 1))
-    seen, got = [], []
+    passes, seen, got = [], [], []
+    real = engine.in_input
+
+    def counted(*args, **kwargs):
+        passes.append(numba.get_num_threads())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "in_input", counted)
     for b in iter_windows(job, [Fake(f"g{i}") for i in range(workers)], width=16):
         seen.append(numba.get_num_threads())
         got.append(b)
     # the queue holds fewer results than the job's windows: the first comes
     # while the workers run
-    assert seen[0] == want and set(seen) <= {want, own}
-    assert numba.get_num_threads() == own
+    assert passes[0] == want and set(passes) <= {want, own}
+    assert set(seen) == {own} and numba.get_num_threads() == own
     out = PairBatch.concat(got)
     same(out.take(np.argsort(out.query * len(job.col_set) + out.target, kind="stable")), ref)
     gen = iter_windows(job, [Fake(f"g{i}") for i in range(workers)], width=16)
     next(gen)
-    assert numba.get_num_threads() == want
+    assert numba.get_num_threads() == own
     gen.close()
     assert numba.get_num_threads() == own
 
@@ -1314,34 +1324,55 @@ def test_device_with_less_memory_splits_at_run_time(tri):
 def test_consumer_shares_the_cores_while_workers_run_and_takes_them_back(monkeypatch):
     """With several workers the consumer's numba passes run on its share of
     the threads (1 / (workers + 1)) while the workers run, on all of them
-    again once none runs (``apply(running=False)``), and ``restore`` gives
-    the thread its own setting back; one worker takes half
+    once none runs, within a CPU run's threads always, and the thread has
+    its own setting back after each pass; one worker takes half
     (SHARE_CORES_ONE_WORKER), or with that off, all, as with sharing off."""
     import numba
 
     from pairalign import engine
 
     own = numba.get_num_threads()
+
+    def inside(share, running=True):
+        with share.limited(running):
+            got = numba.get_num_threads()
+        assert numba.get_num_threads() == own
+        return got
+
     share = engine._ConsumerThreads(workers=3)
-    share.apply()
-    assert numba.get_num_threads() == max(1, own // 4)
-    share.apply()  # once only
-    assert numba.get_num_threads() == max(1, own // 4)
-    share.apply(running=False)
-    assert numba.get_num_threads() == own
-    share.apply()  # the workers are done: it stays on every thread
-    assert numba.get_num_threads() == own
-    share.restore()
-    assert numba.get_num_threads() == own
-    one = engine._ConsumerThreads(workers=1)
-    one.apply()
-    assert numba.get_num_threads() == max(1, own // 2)
-    one.apply(running=False)
-    assert numba.get_num_threads() == own
-    one.restore()
-    assert numba.get_num_threads() == own
+    assert inside(share) == max(1, own // 4)
+    assert inside(share, running=False) == own
+    assert inside(engine._ConsumerThreads(workers=1)) == max(1, own // 2)
+    assert inside(engine._ConsumerThreads(workers=1, cap=1), running=False) == 1
+    assert inside(engine._ConsumerThreads(workers=3, cap=own + 5), running=False) == own
     monkeypatch.setattr(engine, "SHARE_CORES_ONE_WORKER", False)
-    alone = engine._ConsumerThreads(workers=1)
-    alone.apply()
-    assert numba.get_num_threads() == own
-    alone.restore()
+    assert inside(engine._ConsumerThreads(workers=1)) == own
+
+
+def test_a_suspended_stream_leaves_the_callers_numba_as_it_was(monkeypatch):
+    """threads=1 holds the consumer's passes (placing each window's results)
+    to one thread too, and between two results the caller's thread has its
+    own numba setting: a stream held open does not change it."""
+    import numba
+
+    import pairalign
+    from pairalign import engine
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("one numba thread: nothing to hold back")
+    seen = []
+    real = engine.in_input
+
+    def counted(*args, **kwargs):
+        seen.append(numba.get_num_threads())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "in_input", counted)
+    own = numba.get_num_threads()
+    rng = np.random.default_rng(3)
+    seqs = ["".join(rng.choice(AMINO, int(k))) for k in rng.integers(20, 90, 60)]
+    during = [numba.get_num_threads()
+              for _ in pairalign.iter_all(seqs, backend="cpu", threads=1, ordered=False,
+                                          window=16, traceback=False)]
+    assert seen and set(seen) == {1}
+    assert len(during) > 3 and set(during) == {own} and numba.get_num_threads() == own
