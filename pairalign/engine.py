@@ -393,15 +393,66 @@ class _NumbaGuard:
     def __enter__(self):
         if self.needed():
             self._lock.acquire()
+        saved = _LIMITS.__dict__.setdefault("saved", [])
+        n = consumer_threads()
+        own = None
+        if n is not None:
+            import numba
+
+            own = numba.get_num_threads()
+            if n < own:
+                numba.set_num_threads(n)
+            else:
+                own = None
+        saved.append(own)
         return self
 
     def __exit__(self, *exc):
+        own = _LIMITS.saved.pop()
+        if own is not None:
+            import numba
+
+            numba.set_num_threads(own)
         if self._needed:
             self._lock.release()
         return False
 
 
 _NUMBA = _NumbaGuard()
+
+#: Per thread: the limits that runs consumed on it put on pairalign's own
+#: numba passes there (``stack``, see :func:`consumer_limit`), and the
+#: settings the passes in progress replaced (``saved``).
+_LIMITS = threading.local()
+
+
+def consumer_threads() -> int | None:
+    """The numba threads of pairalign's passes on this thread (placing,
+    ordering: every pass under ``_NUMBA``), the least of the limits of the
+    runs consumed here, or None for numba's setting."""
+    values = [e[0] for e in getattr(_LIMITS, "stack", ()) if e[0] is not None]
+    return min(values) if values else None
+
+
+@contextlib.contextmanager
+def consumer_limit(threads: int | None = None) -> Iterator[list]:
+    """A limit on the numba threads of pairalign's passes on this thread for
+    the ``with`` block: ``[threads]``, which the block may change (None: no
+    limit). The thread's own numba setting, which the caller's code sees, is
+    never changed between passes; a generator suspended in the block keeps
+    its limit on pairalign's passes only."""
+    entry = [threads]
+    stack = _LIMITS.__dict__.setdefault("stack", [])
+    stack.append(entry)
+    try:
+        yield entry
+    finally:
+        entry[0] = None  # (a generator closed on another thread leaves it there, spent)
+        here = getattr(_LIMITS, "stack", [])
+        for k in range(len(here) - 1, -1, -1):
+            if here[k] is entry:
+                del here[k]
+                break
 
 #: While several workers run, the consumer's numba passes (placing batches)
 #: take its thread's share of the cores, ``1 / (workers + 1)``, instead of all
@@ -421,6 +472,14 @@ SHARE_CORES_WITH_WORKERS = True
 SHARE_CORES_ONE_WORKER = True
 
 
+def run_cap(backend, client=None) -> int | None:
+    """The numba threads a local CPU run's consumer may use (its
+    ``threads``), else None."""
+    if client is not None:
+        return None
+    return _cpu_threads(list(backend) if isinstance(backend, (list, tuple)) else [backend])
+
+
 def _cpu_threads(workers: list) -> int | None:
     """The threads a CPU run was given (its ``threads``), else None."""
     asked = [w.requested for w in workers if getattr(w, "name", "") == "cpu"
@@ -428,44 +487,20 @@ def _cpu_threads(workers: list) -> int | None:
     return min(asked) if asked else None
 
 
-class _ConsumerThreads:
-    """Numba threads of the consumer's passes (placing a window's results,
-    sorting them into input order) while a run's workers run.
+def _consumer_share(workers: int, running: bool, cap: int | None) -> int | None:
+    """The numba threads of the consumer's passes: its share of the cores,
+    ``1 / (workers + 1)`` of its own setting, while workers run (with
+    SHARE_CORES_WITH_WORKERS; one worker with SHARE_CORES_ONE_WORKER), and
+    at most ``cap`` (a CPU run's ``threads``) always; None for no limit."""
+    share = (SHARE_CORES_WITH_WORKERS and running
+             and (workers > 1 or SHARE_CORES_ONE_WORKER and workers == 1))
+    if not share:
+        return cap
+    _NUMBA.needed()  # numba started (a GPU run starts it beside its first windows)
+    import numba
 
-    ``limited(running)`` (in the consumer's thread: the generator's body
-    runs there) holds the thread's numba setting, around one result's
-    passes, to its share of the cores while workers run, and to ``cap`` (a
-    CPU run's ``threads``) always; it gives the thread its own setting back
-    before the result is handed on, so that a suspended generator leaves
-    the caller's numba as it found it (numba's thread count is per thread).
-    """
-
-    def __init__(self, workers: int, cap: int | None = None) -> None:
-        self.workers = workers
-        self.cap = cap
-        self.share = (SHARE_CORES_WITH_WORKERS
-                      and (workers > 1 or SHARE_CORES_ONE_WORKER and workers == 1))
-
-    @contextlib.contextmanager
-    def limited(self, running: bool) -> Iterator[None]:
-        shared = self.share and running
-        if not shared and self.cap is None:
-            yield
-            return
-        _NUMBA.needed()  # numba started (a GPU run starts it beside its first windows)
-        import numba
-
-        own = numba.get_num_threads()
-        n = max(1, own // (self.workers + 1)) if shared else own
-        n = min(n, self.cap) if self.cap is not None else n
-        if n == own:
-            yield
-            return
-        numba.set_num_threads(n)
-        try:
-            yield
-        finally:
-            numba.set_num_threads(own)
+    n = max(1, numba.get_num_threads() // (workers + 1))
+    return n if cap is None else min(n, cap)
 
 
 # ---------------------------------------------------------------------------------
@@ -1338,7 +1373,9 @@ def iter_windows(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
     done = cells_done = 0
     started = time.perf_counter()
     finished = False
-    share = _ConsumerThreads(len(work.workers), _cpu_threads(work.workers))
+    cap = _cpu_threads(work.workers)
+    limit = consumer_limit(cap)
+    share = limit.__enter__()
     try:
         run.start()
         if ordered:
@@ -1350,23 +1387,23 @@ def iter_windows(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
             done = min(done + len(batch), total)
             cells_done = min(cells_done + item.window.cells, cells_total)
             _call_progress(progress, done, total, cells_done, cells_total)
-            with share.limited(run.working()):
-                b = in_input(job, backend, batch)
+            share[0] = _consumer_share(len(work.workers), run.working(), cap)
+            b = in_input(job, backend, batch)
             if not ordered:
                 yield b
                 continue
             pending.setdefault(item.parent, []).append(b)
             have[item.parent] += len(b)
             while nxt < len(work.parents) and have[nxt] == work.parents[nxt].pairs:
-                with share.limited(run.working()):
-                    merged = _sorted_by_rank(job, PairBatch.concat(pending.pop(nxt)))
+                merged = PairBatch.concat(pending.pop(nxt))
                 nxt += 1
                 run.q.release(nxt)
-                yield merged
+                yield _sorted_by_rank(job, merged)
         if total == 0:
             _call_progress(progress, 0, 0, 0, 0)
         finished = True
     finally:
+        limit.__exit__(None, None, None)
         run.stop(None if finished else Cancelled("consumer stopped"))
     if run.errors:
         warnings.warn(f"{run.errors} window(s) failed and ran again elsewhere; results "
@@ -1408,10 +1445,11 @@ def run_job(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
     clock = time.perf_counter()
     inner: dict = {}
     spent: dict = {}
-    out = assemble(job, iter_windows(job, backend, max_memory=max_memory, width=width,
-                                     progress=progress, timings=inner, client=client,
-                                     device_ops=True),
-                   spent, workers=run_workers(backend, client))
+    with consumer_limit(run_cap(backend, client)):
+        out = assemble(job, iter_windows(job, backend, max_memory=max_memory, width=width,
+                                         progress=progress, timings=inner, client=client,
+                                         device_ops=True),
+                       spent, workers=run_workers(backend, client))
     if timings is not None:
         timings["windows"] = timings.get("windows", 0.0) + spent["finish"] - clock
         timings["order"] = timings.get("order", 0.0) + spent["order"]

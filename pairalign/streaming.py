@@ -17,8 +17,8 @@ from typing import Iterator
 
 import numpy as np
 
-from .engine import (_NUMBA, DEFAULT_MAX_MEMORY, assemble, iter_windows,
-                     pair_rank, placement, run_workers)
+from .engine import (_NUMBA, DEFAULT_MAX_MEMORY, assemble, consumer_limit, iter_windows,
+                     pair_rank, placement, run_cap, run_workers)
 from .job import Job
 from .pairs import OP_BYTES, PAIR_BYTES, PairBatch, taken_to_host
 
@@ -64,6 +64,15 @@ def in_input_order(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
         cluster's run), before the ordering, so that only those are held or
         spilled.
     """
+    with consumer_limit(run_cap(backend, client)):  # its passes within a CPU run's threads
+        yield from _in_input_order(job, backend, max_memory=max_memory, width=width,
+                                   progress=progress, client=client, timings=timings,
+                                   spill_dir=spill_dir, bucket_bytes=bucket_bytes, keep=keep)
+
+
+def _in_input_order(job: Job, backend, *, max_memory: int, width: int | None, progress,
+                    client, timings: dict | None, spill_dir: str | None,
+                    bucket_bytes: int | None, keep) -> Iterator[PairBatch]:
     bucket_bytes = bucket_bytes or max(max_memory // 4, 1)
     # while the results fit, each window's pairs also go into place as it
     # comes (overlapping the windows still running), operations left on the
@@ -158,4 +167,6 @@ class BucketFile:
 
 def _in_order(job: Job, batch: PairBatch) -> PairBatch:
     """``batch``'s pairs sorted by input order."""
-    return batch.take(np.argsort(pair_rank(job, batch), kind="stable"))
+    order = np.argsort(pair_rank(job, batch), kind="stable")
+    with _NUMBA:
+        return batch.take(order)

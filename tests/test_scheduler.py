@@ -18,6 +18,8 @@ import warnings
 import numpy as np
 import pytest
 
+import pairalign
+from pairalign import engine
 from pairalign.engine import (format_plan, format_run_report, iter_windows, plan, prepare_work,
                               run_job)
 from pairalign.errors import CPUFallbackWarning, DeviceErrorWarning
@@ -937,26 +939,33 @@ def test_stream_is_bounded(tri):
 @pytest.mark.parametrize("workers", [1, 2, 3])
 def test_consumer_takes_its_share_of_numba_threads_while_workers_run(tri, workers,
                                                                      monkeypatch):
-    """With several workers the consumer's numba passes (placing each
-    window's results) run on its share of the cores, ``1 / (workers + 1)``
-    of its own setting (one worker too: SHARE_CORES_ONE_WORKER), all of it
-    for the results left once no worker runs; between two results, and when
-    the stream ends or is closed, the thread has its own setting."""
+    """With several workers the consumer's numba passes (orienting each
+    window's results, then placing them: run_job) run on its share of the
+    cores, ``1 / (workers + 1)`` of its own setting (one worker too:
+    SHARE_CORES_ONE_WORKER), all of it for the results left once no worker
+    runs; between two results, and when the stream ends or is closed, the
+    thread's own setting is as it was."""
     import numba
 
-    from pairalign import engine
+    from pairalign import pairs
 
     job, ref = tri
     own = numba.get_num_threads()
     want = max(1, own // (workers + 1))
-    passes, seen, got = [], [], []
-    real = engine.in_input
+    passes, placed, seen, got = [], [], [], []
+    oriented, add = pairs.PairBatch.oriented, pairs.Placement.add
 
-    def counted(*args, **kwargs):
+    def counted_oriented(self, *args, **kwargs):
         passes.append(numba.get_num_threads())
-        return real(*args, **kwargs)
+        return oriented(self, *args, **kwargs)
 
-    monkeypatch.setattr(engine, "in_input", counted)
+    def counted_add(self, batch):
+        with engine._NUMBA:
+            placed.append(numba.get_num_threads())
+        return add(self, batch)
+
+    monkeypatch.setattr(pairs.PairBatch, "oriented", counted_oriented)
+    monkeypatch.setattr(pairs.Placement, "add", counted_add)
     for b in iter_windows(job, [Fake(f"g{i}") for i in range(workers)], width=16):
         seen.append(numba.get_num_threads())
         got.append(b)
@@ -966,11 +975,13 @@ def test_consumer_takes_its_share_of_numba_threads_while_workers_run(tri, worker
     assert set(seen) == {own} and numba.get_num_threads() == own
     out = PairBatch.concat(got)
     same(out.take(np.argsort(out.query * len(job.col_set) + out.target, kind="stable")), ref)
+    same(run_job(job, [Fake(f"g{i}") for i in range(workers)], width=16), ref)
+    assert placed[0] == want and set(placed) <= {want, own}
     gen = iter_windows(job, [Fake(f"g{i}") for i in range(workers)], width=16)
     next(gen)
     assert numba.get_num_threads() == own
     gen.close()
-    assert numba.get_num_threads() == own
+    assert numba.get_num_threads() == own and engine.consumer_threads() is None
 
 
 def test_a_workers_planner_is_loaded_on_the_numba_start_thread(tri):
@@ -1322,52 +1333,61 @@ def test_device_with_less_memory_splits_at_run_time(tri):
 
 
 def test_consumer_shares_the_cores_while_workers_run_and_takes_them_back(monkeypatch):
-    """With several workers the consumer's numba passes run on its share of
-    the threads (1 / (workers + 1)) while the workers run, on all of them
-    once none runs, within a CPU run's threads always, and the thread has
-    its own setting back after each pass; one worker takes half
-    (SHARE_CORES_ONE_WORKER), or with that off, all, as with sharing off."""
+    """The consumer's share of the threads is 1 / (workers + 1) while the
+    workers run, none once they are done, within a CPU run's threads always;
+    one worker takes half (SHARE_CORES_ONE_WORKER), or with that off, all.
+    A limit acts on pairalign's passes (under ``_NUMBA``) only, the least of
+    those in force, and the thread's own setting is back after each."""
     import numba
 
-    from pairalign import engine
-
     own = numba.get_num_threads()
-
-    def inside(share, running=True):
-        with share.limited(running):
-            got = numba.get_num_threads()
-        assert numba.get_num_threads() == own
-        return got
-
-    share = engine._ConsumerThreads(workers=3)
-    assert inside(share) == max(1, own // 4)
-    assert inside(share, running=False) == own
-    assert inside(engine._ConsumerThreads(workers=1)) == max(1, own // 2)
-    assert inside(engine._ConsumerThreads(workers=1, cap=1), running=False) == 1
-    assert inside(engine._ConsumerThreads(workers=3, cap=own + 5), running=False) == own
+    share = engine._consumer_share
+    assert share(3, True, None) == max(1, own // 4)
+    assert share(3, False, None) is None and share(3, False, 1) == 1
+    assert share(1, True, None) == max(1, own // 2)
+    assert share(3, True, 1) == 1
     monkeypatch.setattr(engine, "SHARE_CORES_ONE_WORKER", False)
-    assert inside(engine._ConsumerThreads(workers=1)) == own
+    assert share(1, True, None) is None
+
+    def inside():
+        with engine._NUMBA:
+            return numba.get_num_threads()
+
+    with engine.consumer_limit(None) as outer:
+        assert inside() == own
+        with engine.consumer_limit(1):
+            assert inside() == 1 and numba.get_num_threads() == own
+            outer[0] = own + 5
+            assert inside() == 1
+        assert inside() == own
+    assert engine.consumer_threads() is None and numba.get_num_threads() == own
 
 
 def test_a_suspended_stream_leaves_the_callers_numba_as_it_was(monkeypatch):
-    """threads=1 holds the consumer's passes (placing each window's results)
-    to one thread too, and between two results the caller's thread has its
-    own numba setting: a stream held open does not change it."""
+    """threads=1 holds the consumer's passes (orienting and placing each
+    window's results, an ordered stream's buckets) to one thread too, and
+    between two results the caller's thread has its own numba setting: a
+    stream held open does not change it."""
     import numba
-
-    import pairalign
-    from pairalign import engine
 
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("one numba thread: nothing to hold back")
+    from pairalign import pairs
+
     seen = []
-    real = engine.in_input
+    add, oriented = pairs.Placement.add, pairs.PairBatch.oriented
 
-    def counted(*args, **kwargs):
+    def counted_add(self, batch):
+        with engine._NUMBA:
+            seen.append(numba.get_num_threads())
+        return add(self, batch)
+
+    def counted_oriented(self, *args, **kwargs):
         seen.append(numba.get_num_threads())
-        return real(*args, **kwargs)
+        return oriented(self, *args, **kwargs)
 
-    monkeypatch.setattr(engine, "in_input", counted)
+    monkeypatch.setattr(pairs.Placement, "add", counted_add)
+    monkeypatch.setattr(pairs.PairBatch, "oriented", counted_oriented)
     own = numba.get_num_threads()
     rng = np.random.default_rng(3)
     seqs = ["".join(rng.choice(AMINO, int(k))) for k in rng.integers(20, 90, 60)]
@@ -1376,3 +1396,13 @@ def test_a_suspended_stream_leaves_the_callers_numba_as_it_was(monkeypatch):
                                           window=16, traceback=False)]
     assert seen and set(seen) == {1}
     assert len(during) > 3 and set(during) == {own} and numba.get_num_threads() == own
+    seen.clear()  # run_job's placement too, and the ordered stream's buckets
+    pairalign.align_all(seqs, backend="cpu", threads=1, window=16)
+    from pairalign.api import _job
+    from pairalign.streaming import in_input_order
+
+    recs = pairalign.load(seqs)
+    be, job = _job(recs, None, "local", pairalign.make_scoring(recs.alphabet), True, "cpu", 1,
+                   None)
+    parts = list(in_input_order(job, be, width=16, bucket_bytes=20_000))
+    assert len(parts) > 1 and seen and set(seen) == {1} and numba.get_num_threads() == own
