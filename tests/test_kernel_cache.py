@@ -84,3 +84,29 @@ def test_numba_caches_in_a_temporary_folder_where_nothing_else_is_writable(tmp_p
 
     assert twice(21) == 42
     assert any(p.suffix == ".nbi" for p in (tmp_path / "tmp").rglob("*"))
+
+
+def test_a_temporary_cache_folder_that_others_can_write_is_not_used(tmp_path, monkeypatch):
+    """numba loads the pickled indexes it finds in its cache folder: a
+    folder of the shared temporary one that another user made, or that
+    anyone can write, is passed over for a new one of the process's own."""
+    import os
+
+    from numba.core import config
+
+    from pairalign.kernels import _numba_cache
+
+    (tmp_path / "conventions.py").write_text("OP_INS = 1\n")
+    monkeypatch.setattr(config, "CACHE_DIR", "")
+    monkeypatch.setattr(_numba_cache.tempfile, "tempdir", str(tmp_path / "tmp"))
+    really = _numba_cache._can_write
+    monkeypatch.setattr(_numba_cache, "_can_write",
+                        lambda folder: str(folder).startswith(str(tmp_path / "tmp"))
+                        and really(folder))
+    first = _numba_cache.ensure_cache_folder(tmp_path)
+    assert os.stat(first).st_mode & 0o777 == 0o700
+    monkeypatch.setattr(config, "CACHE_DIR", "")
+    os.chmod(first, 0o777)  # anyone may write it now
+    second = _numba_cache.ensure_cache_folder(tmp_path)
+    assert second != first and os.path.dirname(second) == str(tmp_path / "tmp")
+    assert os.stat(second).st_mode & 0o777 == 0o700

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -48,8 +49,26 @@ def ensure_cache_folder(folder: Path = _HERE) -> str | None:
         return None
     digest = hashlib.sha256((folder / "conventions.py").read_bytes()).hexdigest()[:16]
     uid = os.getuid() if hasattr(os, "getuid") else 0
-    config.CACHE_DIR = os.path.join(tempfile.gettempdir(), f"pairalign-numba-{uid}-{digest}")
+    shared = os.path.join(tempfile.gettempdir(), f"pairalign-numba-{uid}-{digest}")
+    # numba loads what it finds there (pickled indexes): a folder of the
+    # shared temporary one is used only if this user alone can write it,
+    # else a new one of this process's
+    config.CACHE_DIR = (shared if _private(shared)
+                        else tempfile.mkdtemp(prefix=f"pairalign-numba-{uid}-"))
     return config.CACHE_DIR
+
+
+def _private(folder: str) -> bool:
+    """Whether ``folder`` (made if missing) is a folder, not a link, of this
+    user's that no one else can write, and writable."""
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        st = os.lstat(folder)
+    except OSError:
+        return False
+    mine = not hasattr(os, "getuid") or st.st_uid == os.getuid()
+    return (stat.S_ISDIR(st.st_mode) and mine and not st.st_mode & 0o022
+            and _can_write(folder))
 
 
 def drop_stale(folder: Path = _HERE) -> bool:
