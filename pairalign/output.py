@@ -193,11 +193,15 @@ def write_all(handle: BinaryIO, data) -> None:
     """Every byte of ``data`` to ``handle``. A buffered writer to a pipe whose
     reader has gone returns a short count from the write that was blocked,
     and raises nothing: the rest is written again, which raises the
-    BrokenPipeError (else the run would end with status 0, its output cut)."""
+    BrokenPipeError (else the run would end with status 0, its output cut).
+    A handle whose ``write`` returns None (codecs' writers, many wrappers)
+    wrote it all."""
     view = memoryview(data).cast("B")
     while view.nbytes:
         n = handle.write(view)
-        if not n:
+        if n is None:
+            return
+        if n == 0:
             raise BrokenPipeError(32, f"no byte of {view.nbytes:,} written")
         view = view[n:]
 

@@ -374,3 +374,29 @@ def test_atomic_stdout(capsysbinary):
     with output.atomic_output("-") as handle:
         handle.write(b"to stdout\n")
     assert capsysbinary.readouterr().out == b"to stdout\n"
+
+
+def test_a_handle_whose_write_returns_none_takes_it_all():
+    """codecs' writers and many wrappers return None from write: all was
+    written (only a count of 0 means that nothing could be)."""
+    import io
+
+    from pairalign.output import write_all
+
+    class Quiet:
+        def __init__(self):
+            self.out = io.BytesIO()
+
+        def write(self, data):
+            self.out.write(data)
+
+    quiet = Quiet()
+    write_all(quiet, b"x" * 100_000)
+    assert quiet.out.getvalue() == b"x" * 100_000
+
+    class Stuck:
+        def write(self, data):
+            return 0
+
+    with pytest.raises(BrokenPipeError):
+        write_all(Stuck(), b"abc")
