@@ -69,7 +69,7 @@ BLOSUM50, BLOSUM62, BLOSUM80, BLOSUM90, PAM30, PAM70, PAM250, NUC.4.4, or a matr
             raise OptionError(f"unknown matrix {path!r}: expected one of "
                               f"{', '.join(MATRIX_NAMES)}, or a matrix file")
         scores, letters = read_matrix_file(path)
-        return scores, letters, path
+        return scores, letters, os.path.abspath(path)  # not taken for a name
     if hasattr(matrix, "alphabet") and hasattr(matrix, "scores"):
         letters = [str(c) for c in matrix.alphabet]
         kind = type(matrix).__name__
@@ -87,7 +87,7 @@ def read_matrix_file(path: str) -> tuple[np.ndarray, str]:
     letters in upper case. A bad file raises :class:`OptionError` naming the
     file and the line."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
+        with open(path, encoding="utf-8-sig", errors="replace") as handle:
             lines = handle.read().splitlines()
     except OSError as err:
         raise OptionError(f"{path}: cannot read the matrix: {err.strerror or err}") from None

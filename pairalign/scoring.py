@@ -121,6 +121,7 @@ class Scoring:
                 if set("ACGT") - set(letters):
                     raise OptionError(f"matrix {name} does not score DNA (A, C, G, T)")
                 _only_letters_of(letters, DNA_LETTERS, name, "DNA")
+                scores, letters = _u_as_t(scores, letters, name)
             else:
                 name = "match/mismatch"
                 match = _integer("match", DNA_DEFAULTS["match"] if match is None else match)
@@ -312,6 +313,19 @@ def _integer(name: str, value) -> int:
     if not exact or isinstance(value, bool):
         raise OptionError(f"{name} must be a whole number, got {value!r}")
     return whole
+
+
+def _u_as_t(scores: np.ndarray, letters: str, name: str) -> tuple[np.ndarray, str]:
+    """A DNA matrix without its U, which DNA reads as T: a U scored as T is
+    dropped (T's scores stand for it), one scored otherwise refused."""
+    if "U" not in letters:
+        return scores, letters
+    u, t = letters.index("U"), letters.index("T")
+    if not (np.array_equal(scores[u], scores[t]) and scores[u, u] == scores[t, t]):
+        raise OptionError(f"matrix {name} scores U apart from T: DNA reads U as T (give U "
+                          f"T's scores, or no U)")
+    keep = [k for k in range(len(letters)) if k != u]
+    return scores[np.ix_(keep, keep)], letters.replace("U", "")
 
 
 def _only_letters_of(letters: str, accepted: str, name: str, kind: str) -> None:

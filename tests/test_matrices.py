@@ -195,3 +195,48 @@ def test_a_damaged_matrix_cache_is_read_again(tmp_path, monkeypatch):
         assert cached.read_bytes() != damage
     assert sorted(os.listdir(cached.parent)) == ["PAM30.npz"]
     assert not (tmp_path / "xdg").exists()
+
+
+def test_a_file_with_a_byte_order_mark(tmp_path):
+    """Editors on Windows start UTF-8 files with a BOM: it is no letter, and
+    a first comment stays a comment."""
+    rng = np.random.default_rng(21)
+    path = write_ncbi(tmp_path / "m.txt", LETTERS, random_matrix(rng))
+    plain = load_matrix(path)
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    marked = load_matrix(path)
+    np.testing.assert_array_equal(marked[0], plain[0])
+    assert marked[1] == plain[1] == LETTERS
+
+
+def test_dna_reads_u_as_t_in_a_matrix_file(tmp_path):
+    """A DNA matrix's U row scored as T's stands for T (U and T identical);
+    one scored otherwise is refused: DNA reads U as T."""
+    letters = "ACGTUN"
+    base = np.array([[5, -4, -4, -4, -4, -1], [-4, 5, -4, -4, -4, -1],
+                     [-4, -4, 5, -4, -4, -1], [-4, -4, -4, 5, 5, -1],
+                     [-4, -4, -4, 5, 5, -1], [-1, -1, -1, -1, -1, -1]])
+    path = write_ncbi(tmp_path / "u.txt", letters, base)
+    res = pairalign.align_pair("ACGUACGU", "ACGTACGT", alphabet="dna", matrix=path,
+                               mode="global")
+    assert (res.score, res.identities, res.cigar) == (40, 8, "8=")
+    other = base.copy()
+    other[4, 4] = 3
+    write_ncbi(path, letters, other)
+    with pytest.raises(OptionError, match="scores U apart from T"):
+        pairalign.align_pair("ACGU", "ACGT", alphabet="dna", matrix=path)
+
+
+def test_a_file_named_as_a_matrix_is_named_by_its_path(tmp_path, monkeypatch):
+    """A name of MATRIX_NAMES is scikit-bio's matrix; a path (``./BLOSUM62``
+    or a Path) reads the file, whose scoring is named by its full path, not
+    taken for the named matrix's."""
+    from pathlib import Path
+
+    monkeypatch.chdir(tmp_path)
+    rng = np.random.default_rng(2)
+    write_ncbi(tmp_path / "BLOSUM62", LETTERS, random_matrix(rng))
+    named = load_matrix("BLOSUM62")
+    by_path = load_matrix(Path("BLOSUM62"))
+    assert named[2] == "BLOSUM62" and by_path[2] == str(tmp_path / "BLOSUM62")
+    assert not np.array_equal(named[0][:24, :24], by_path[0])
