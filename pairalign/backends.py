@@ -55,16 +55,23 @@ def _why_no_gpu() -> str | None:
     CuPy's error, or no device."""
     try:
         import cupy
-    except ImportError as err:
-        return (f"CuPy is not installed ({err.msg}): pip install 'pairalign[gpu]' "
-                f"(or cupy-cuda12x for CUDA 12)")
+    except ModuleNotFoundError as err:
+        if err.name == "cupy":
+            return ("CuPy is not installed: pip install 'pairalign[gpu]' (or cupy-cuda12x "
+                    "for CUDA 12)")
+        return f"CuPy does not import: {_one_line(err)}"
     except Exception as err:  # a CuPy that fails to import (its CUDA libraries)
-        return f"CuPy does not import: {' '.join(str(err).split())}"
+        return f"CuPy does not import: {_one_line(err)}"
     try:
         count = cupy.cuda.runtime.getDeviceCount()
     except Exception as err:  # no driver, a driver too old for this CuPy
-        return f"CuPy finds no CUDA device: {' '.join(str(err).split())}"
+        return f"CuPy finds no CUDA device: {_one_line(err)}"
     return None if count > 0 else "CuPy sees no CUDA device"
+
+
+def _one_line(err: BaseException, limit: int = 300) -> str:
+    text = " ".join(str(err).replace("=", " ").split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def backend_name(name: str = "auto") -> str:

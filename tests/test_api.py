@@ -497,7 +497,7 @@ def test_the_gpu_asked_for_says_why_there_is_none(monkeypatch):
 
     monkeypatch.setitem(sys.modules, "cupy", None)  # `import cupy` raises ImportError
     with pytest.raises(OptionError, match=r"backend 'gpu' asked for, but CuPy is not "
-                                          r"installed .*pip install 'pairalign\[gpu\]'"):
+                                          r"installed: pip install 'pairalign\[gpu\]'"):
         pairalign.align_pair("MKV", "MKW", backend="gpu")
     assert backend_name("auto") == "cpu"
 
@@ -523,3 +523,26 @@ def test_a_binary_file_handle_reads_as_its_file(tmp_path):
     by_path = pairalign.align_all(path, backend="cpu")
     assert by_handle.ids == by_path.ids == ["a", "b", "c"]
     assert by_handle.pairs.score.tolist() == by_path.pairs.score.tolist()
+
+
+def test_a_cupy_that_does_not_import_is_told_apart(monkeypatch):
+    """CuPy installed but failing to import (its CUDA libraries missing)
+    raises ImportError: the message says so in a line, not 'not installed'."""
+    import builtins
+
+    from pairalign.backends import backend_name
+
+    real = builtins.__import__
+
+    def failing(name, *args, **kwargs):
+        if name == "cupy":
+            raise ImportError("\n=====\nFailed to import CuPy.\n\nOriginal error:\n"
+                              "  ImportError: libcudart.so.12: cannot open shared object file\n")
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", failing)
+    with pytest.raises(OptionError) as err:
+        backend_name("gpu")
+    message = str(err.value)
+    assert "CuPy does not import: Failed to import CuPy" in message and "libcudart" in message
+    assert "\n" not in message and "not installed" not in message
