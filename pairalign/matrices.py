@@ -19,14 +19,12 @@ the alphabet.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import tempfile
 from typing import Any, Union
 
 import numpy as np
 
-from .cache import cache_dir
+from .cache import cache_dir, write_atomically
 from .errors import OptionError
 
 #: Matrices available by name (through scikit-bio).
@@ -176,14 +174,6 @@ def _named_matrix(key: str) -> tuple[np.ndarray, str]:
     sm = SubstitutionMatrix.by_name(key)
     letters = "".join(sm.alphabet)
     scores = checked_scores(np.asarray(sm.scores), letters, key)
-    with contextlib.suppress(OSError):  # a read-only home only costs the next start
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=cached.parent, suffix=".npz")
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                np.savez(handle, scores=scores, letters=np.array(letters))
-            os.replace(tmp, cached)
-        except OSError:
-            os.unlink(tmp)
-            raise
+    # a read-only home only costs the next start
+    write_atomically(cached, lambda h: np.savez(h, scores=scores, letters=np.array(letters)))
     return scores, letters

@@ -31,7 +31,6 @@ linearly, and a run's report shows predicted against measured.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import platform
@@ -44,7 +43,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..cache import cache_dir
+from ..cache import cache_dir, write_atomically
 
 #: Names of the coefficients, in order.
 TERMS = ("c1", "c2*m", "c3*n", "c4*m*n")
@@ -251,14 +250,8 @@ def save(key: str) -> Path | None:
         if s:
             entry["model"] = fit(*zip(*s), key=key).to_dict()
         data[key] = entry
-        tmp = path.with_suffix(f".tmp{os.getpid()}")
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_text(json.dumps(data))
-            os.replace(tmp, path)
-        except OSError:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
+        text = json.dumps(data).encode()
+        if not write_atomically(path, lambda h: h.write(text)):
             return None
     return path
 
