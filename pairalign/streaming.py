@@ -17,8 +17,8 @@ from typing import Iterator
 
 import numpy as np
 
-from .engine import (_NUMBA, DEFAULT_MAX_MEMORY, assemble, consumer_limit, iter_windows,
-                     pair_rank, placement, run_cap, run_workers)
+from .engine import (_NUMBA, DEFAULT_MAX_MEMORY, _sorted_by_rank, assemble, consumer_limit,
+                     iter_windows, pair_rank, placement, run_cap, run_workers)
 from .job import Job
 from .pairs import OP_BYTES, PAIR_BYTES, PairBatch, taken_to_host
 
@@ -97,7 +97,7 @@ def _in_input_order(job: Job, backend, *, max_memory: int, width: int | None, pr
                 place.add(batch)
     else:
         if keep is not None:
-            yield _in_order(job, PairBatch.concat(held))
+            yield _sorted_by_rank(job, PairBatch.concat(held))
         elif place is None:
             yield assemble(job, held, workers=workers)
         else:
@@ -125,7 +125,7 @@ def _in_input_order(job: Job, backend, *, max_memory: int, width: int | None, pr
             yield PairBatch.empty()
         for f in files:
             if f:
-                yield _in_order(job, f.read())
+                yield _sorted_by_rank(job, f.read())
 
 
 class BucketFile:
@@ -164,9 +164,3 @@ class BucketFile:
         self.pieces = []
         return PairBatch.concat(batches)
 
-
-def _in_order(job: Job, batch: PairBatch) -> PairBatch:
-    """``batch``'s pairs sorted by input order."""
-    order = np.argsort(pair_rank(job, batch), kind="stable")
-    with _NUMBA:
-        return batch.take(order)
