@@ -21,6 +21,11 @@ _HERE = Path(__file__).resolve().parent
 _checked = False
 
 
+def _conventions_digest(folder: Path) -> str:
+    """What names the conventions the kernels of ``folder`` are compiled with."""
+    return hashlib.sha256((folder / "conventions.py").read_bytes()).hexdigest()[:16]
+
+
 def _can_write(folder: str | Path) -> bool:
     """Whether a file can be made in ``folder`` (made if missing), as numba
     tries its cache folders."""
@@ -47,7 +52,7 @@ def ensure_cache_folder(folder: Path = _HERE) -> str | None:
 
     if _can_write(AppDirs(appname="numba", appauthor=False).user_cache_dir):
         return None
-    digest = hashlib.sha256((folder / "conventions.py").read_bytes()).hexdigest()[:16]
+    digest = _conventions_digest(folder)
     uid = os.getuid() if hasattr(os, "getuid") else 0
     shared = os.path.join(tempfile.gettempdir(), f"pairalign-numba-{uid}-{digest}")
     # numba loads what it finds there (pickled indexes): a folder of the
@@ -90,8 +95,7 @@ def drop_stale(folder: Path = _HERE) -> bool:
         ensure_cache_folder()
     cache = folder / "__pycache__"
     try:
-        digest = hashlib.sha256((folder / "conventions.py").read_bytes()).hexdigest()[:16]
-        stamp = cache / f"conventions-{digest}.stamp"
+        stamp = cache / f"conventions-{_conventions_digest(folder)}.stamp"
         if stamp.exists():
             return False
         stale = [f for pattern in ("*.nbi", "*.nbc") for f in cache.glob(pattern)]
