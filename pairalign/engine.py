@@ -1374,37 +1374,35 @@ def iter_windows(job: Job, backend, *, max_memory: int = DEFAULT_MAX_MEMORY,
     started = time.perf_counter()
     finished = False
     cap = _cpu_threads(work.workers)
-    limit = consumer_limit(cap)
-    share = limit.__enter__()
-    try:
-        run.start()
-        if ordered:
-            pending: dict[int, list[PairBatch]] = {}
-            have = [0] * len(work.parents)
-            nxt = 0
-        for item, batch, backend in run.results():
-            # (windows run again after their device was lost come twice)
-            done = min(done + len(batch), total)
-            cells_done = min(cells_done + item.window.cells, cells_total)
-            _call_progress(progress, done, total, cells_done, cells_total)
-            share[0] = _consumer_share(len(work.workers), run.working(), cap)
-            b = in_input(job, backend, batch)
-            if not ordered:
-                yield b
-                continue
-            pending.setdefault(item.parent, []).append(b)
-            have[item.parent] += len(b)
-            while nxt < len(work.parents) and have[nxt] == work.parents[nxt].pairs:
-                merged = PairBatch.concat(pending.pop(nxt))
-                nxt += 1
-                run.q.release(nxt)
-                yield _sorted_by_rank(job, merged)
-        if total == 0:
-            _call_progress(progress, 0, 0, 0, 0)
-        finished = True
-    finally:
-        limit.__exit__(None, None, None)
-        run.stop(None if finished else Cancelled("consumer stopped"))
+    with consumer_limit(cap) as share:
+        try:
+            run.start()
+            if ordered:
+                pending: dict[int, list[PairBatch]] = {}
+                have = [0] * len(work.parents)
+                nxt = 0
+            for item, batch, backend in run.results():
+                # (windows run again after their device was lost come twice)
+                done = min(done + len(batch), total)
+                cells_done = min(cells_done + item.window.cells, cells_total)
+                _call_progress(progress, done, total, cells_done, cells_total)
+                share[0] = _consumer_share(len(work.workers), run.working(), cap)
+                b = in_input(job, backend, batch)
+                if not ordered:
+                    yield b
+                    continue
+                pending.setdefault(item.parent, []).append(b)
+                have[item.parent] += len(b)
+                while nxt < len(work.parents) and have[nxt] == work.parents[nxt].pairs:
+                    merged = PairBatch.concat(pending.pop(nxt))
+                    nxt += 1
+                    run.q.release(nxt)
+                    yield _sorted_by_rank(job, merged)
+            if total == 0:
+                _call_progress(progress, 0, 0, 0, 0)
+            finished = True
+        finally:
+            run.stop(None if finished else Cancelled("consumer stopped"))
     if run.errors:
         warnings.warn(f"{run.errors} window(s) failed and ran again elsewhere; results "
                       f"are complete, the first error was {run.first_error}",
